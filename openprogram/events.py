@@ -1,0 +1,360 @@
+"""Agent events, provider stream events, and the async stream that carries them.
+
+Two vocabularies, both closed and tagged by ``type``:
+
+* **Agent events** (what a run emits to subscribers): ``agent_start``, ``agent_end``,
+  ``turn_start``, ``turn_end``, ``message_start``, ``message_update``, ``message_end``,
+  ``tool_execution_start``, ``tool_execution_update``, ``tool_execution_end``. Each carries
+  ``depth`` (0 for the outer exec, +1 per nested exec) and ``round`` (the model call within
+  its exec, from 1; 0 before the first call).
+* **Provider stream events** (what a provider yields for one model call): ``start``;
+  ``text_*``, ``thinking_*`` and ``toolcall_*`` start/delta/end; ``done``; ``error``.
+  Tool-call arguments arrive as partial JSON text in ``toolcall_delta``.
+
+Events are slotted dataclasses built only when somebody listens; ``partial`` is the
+message being assembled (the same object throughout one call, not a copy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+from openprogram.types import AnyMessage, AssistantMessage, ToolCall, ToolResultMessage
+
+__all__ = [
+    "AgentEnd",
+    "AgentEvent",
+    "AgentStart",
+    "EndReason",
+    "EventStream",
+    "MessageEnd",
+    "MessageStart",
+    "MessageUpdate",
+    "ProviderDone",
+    "ProviderError",
+    "ProviderEvent",
+    "ProviderStart",
+    "TextDelta",
+    "TextEnd",
+    "TextStart",
+    "ThinkingDelta",
+    "ThinkingEnd",
+    "ThinkingStart",
+    "ToolCallDelta",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolExecutionEnd",
+    "ToolExecutionStart",
+    "ToolExecutionUpdate",
+    "TurnEnd",
+    "TurnStart",
+]
+
+EndReason: TypeAlias = Literal["stop", "error", "aborted", "cap"]
+"""Why a run ended: ``stop`` (text-only reply, nothing queued), ``error`` (an error stop or
+something raised), ``aborted`` (cancelled) or ``cap`` (the round cap was reached)."""
+
+
+# --------------------------------------------------------------------------- provider
+
+
+@dataclass(slots=True)
+class ProviderStart:
+    """The provider began a reply; ``partial`` is the (empty) message being built."""
+
+    partial: AssistantMessage
+    type: Literal["start"] = "start"
+
+
+@dataclass(slots=True)
+class TextStart:
+    content_index: int
+    partial: AssistantMessage
+    type: Literal["text_start"] = "text_start"
+
+
+@dataclass(slots=True)
+class TextDelta:
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(slots=True)
+class TextEnd:
+    content_index: int
+    content: str
+    partial: AssistantMessage
+    type: Literal["text_end"] = "text_end"
+
+
+@dataclass(slots=True)
+class ThinkingStart:
+    content_index: int
+    partial: AssistantMessage
+    type: Literal["thinking_start"] = "thinking_start"
+
+
+@dataclass(slots=True)
+class ThinkingDelta:
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(slots=True)
+class ThinkingEnd:
+    content_index: int
+    content: str
+    partial: AssistantMessage
+    type: Literal["thinking_end"] = "thinking_end"
+
+
+@dataclass(slots=True)
+class ToolCallStart:
+    content_index: int
+    partial: AssistantMessage
+    type: Literal["toolcall_start"] = "toolcall_start"
+
+
+@dataclass(slots=True)
+class ToolCallDelta:
+    """A fragment of the tool call's arguments, as JSON text (not necessarily parseable)."""
+
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: Literal["toolcall_delta"] = "toolcall_delta"
+
+
+@dataclass(slots=True)
+class ToolCallEnd:
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+    type: Literal["toolcall_end"] = "toolcall_end"
+
+
+@dataclass(slots=True)
+class ProviderDone:
+    """The reply is complete; ``message`` is final."""
+
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+    type: Literal["done"] = "done"
+
+
+@dataclass(slots=True)
+class ProviderError:
+    """The call failed or was cancelled; ``error`` is the final message, whose
+    ``stop_reason`` is ``error`` or ``aborted`` and whose ``error_message`` says why."""
+
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+    type: Literal["error"] = "error"
+
+
+ProviderEvent: TypeAlias = (
+    ProviderStart
+    | TextStart
+    | TextDelta
+    | TextEnd
+    | ThinkingStart
+    | ThinkingDelta
+    | ThinkingEnd
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | ProviderDone
+    | ProviderError
+)
+
+# --------------------------------------------------------------------------- agent
+
+
+@dataclass(slots=True)
+class AgentStart:
+    depth: int = 0
+    round: int = 0
+    type: Literal["agent_start"] = "agent_start"
+
+
+@dataclass(slots=True)
+class AgentEnd:
+    """The run is over. Exactly one per run, always the last event of its depth."""
+
+    reason: EndReason
+    messages: list[AnyMessage]
+    """The messages this run added (prompt, replies, tool results)."""
+    depth: int = 0
+    round: int = 0
+    type: Literal["agent_end"] = "agent_end"
+
+
+@dataclass(slots=True)
+class TurnStart:
+    depth: int = 0
+    round: int = 0
+    type: Literal["turn_start"] = "turn_start"
+
+
+@dataclass(slots=True)
+class TurnEnd:
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage]
+    depth: int = 0
+    round: int = 0
+    type: Literal["turn_end"] = "turn_end"
+
+
+@dataclass(slots=True)
+class MessageStart:
+    message: AnyMessage
+    depth: int = 0
+    round: int = 0
+    type: Literal["message_start"] = "message_start"
+
+
+@dataclass(slots=True)
+class MessageUpdate:
+    """The assistant message grew; ``event`` is the provider event that grew it."""
+
+    message: AssistantMessage
+    event: ProviderEvent
+    depth: int = 0
+    round: int = 0
+    type: Literal["message_update"] = "message_update"
+
+
+@dataclass(slots=True)
+class MessageEnd:
+    message: AnyMessage
+    depth: int = 0
+    round: int = 0
+    type: Literal["message_end"] = "message_end"
+
+
+@dataclass(slots=True)
+class ToolExecutionStart:
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    """The arguments as the model sent them (before coercion)."""
+    depth: int = 0
+    round: int = 0
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+
+
+@dataclass(slots=True)
+class ToolExecutionUpdate:
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    partial_result: Any
+    depth: int = 0
+    round: int = 0
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+
+
+@dataclass(slots=True)
+class ToolExecutionEnd:
+    tool_call_id: str
+    tool_name: str
+    result: ToolResultMessage
+    is_error: bool
+    args: Any = None
+    depth: int = 0
+    round: int = 0
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+
+
+AgentEvent: TypeAlias = (
+    AgentStart
+    | AgentEnd
+    | TurnStart
+    | TurnEnd
+    | MessageStart
+    | MessageUpdate
+    | MessageEnd
+    | ToolExecutionStart
+    | ToolExecutionUpdate
+    | ToolExecutionEnd
+)
+
+# --------------------------------------------------------------------------- stream
+
+E = TypeVar("E")
+R = TypeVar("R")
+
+_END: Any = object()
+
+
+@dataclass(slots=True)
+class _Failure:
+    exc: BaseException
+
+
+@dataclass
+class EventStream(Generic[E, R]):
+    """An async iterator of events that also carries the run's final result.
+
+    The producer calls :meth:`push` for each event and :meth:`end` (or :meth:`fail`) once;
+    the consumer iterates with ``async for`` and then awaits :meth:`result`::
+
+        async for event in stream:
+            print(event.type)
+        final = await stream.result()
+    """
+
+    _queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    _result: asyncio.Future[R] | None = None
+    _done: bool = False
+
+    def _future(self) -> asyncio.Future[R]:
+        if self._result is None:
+            self._result = asyncio.get_running_loop().create_future()
+        return self._result
+
+    def push(self, event: E) -> None:
+        if not self._done:
+            self._queue.put_nowait(event)
+
+    def end(self, result: R) -> None:
+        if self._done:
+            return
+        self._done = True
+        fut = self._future()
+        if not fut.done():
+            fut.set_result(result)
+        self._queue.put_nowait(_END)
+
+    def fail(self, exc: BaseException) -> None:
+        if self._done:
+            return
+        self._done = True
+        fut = self._future()
+        if not fut.done():
+            fut.set_exception(exc)
+            fut.exception()  # mark retrieved: the iterator re-raises it
+        self._queue.put_nowait(_Failure(exc))
+
+    def __aiter__(self) -> AsyncIterator[E]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[E]:
+        while True:
+            item = await self._queue.get()
+            if item is _END:
+                return
+            if isinstance(item, _Failure):
+                raise item.exc
+            yield item
+
+    async def result(self) -> R:
+        """The final result, once the producer has ended the stream."""
+        return await self._future()

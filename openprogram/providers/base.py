@@ -1,0 +1,156 @@
+"""The provider seam: what a model call receives, what it yields, and the registry.
+
+A provider is any object with a ``stream(context, options)`` method returning an async
+iterator of provider stream events (:mod:`openprogram.events`) for one model call. It
+never raises for a failed call: failures end the stream with a ``ProviderError`` event
+whose message has ``stop_reason="error"`` (or ``"aborted"``) and the provider's text.
+
+Providers are found by the prefix of a model string: ``"openai:gpt-4o-mini"`` asks the
+factory registered as ``"openai"`` for a provider of model ``gpt-4o-mini``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from openprogram.errors import ConfigurationError, ProviderNotFoundError
+from openprogram.events import ProviderEvent
+from openprogram.tools._tool import ToolSpec
+from openprogram.types import AnyMessage
+
+__all__ = [
+    "Context",
+    "Provider",
+    "ProviderFactory",
+    "StreamOptions",
+    "ToolChoice",
+    "check_tool_choice",
+    "get_provider",
+    "provider_names",
+    "register_provider",
+]
+
+
+ToolChoice: TypeAlias = Literal["auto", "required", "none"] | dict[str, Any]
+"""``"auto"`` (the model decides), ``"required"`` (it must pick a tool), ``"none"`` (text
+only) or ``{"type": "function", "name": X}`` (it must call X)."""
+
+
+def check_tool_choice(tool_choice: Any) -> ToolChoice:
+    """Return ``tool_choice`` if valid, else raise ``ValueError`` saying what is allowed."""
+    if tool_choice in ("auto", "required", "none"):
+        return tool_choice  # type: ignore[no-any-return]
+    if (
+        isinstance(tool_choice, dict)
+        and tool_choice.get("type") == "function"
+        and isinstance(tool_choice.get("name"), str)
+        and set(tool_choice) == {"type", "name"}
+    ):
+        return tool_choice
+    raise ValueError(
+        f"tool_choice={tool_choice!r} is not valid; use 'auto', 'required', 'none' or "
+        "{'type': 'function', 'name': '<tool name>'}"
+    )
+
+
+@dataclass(slots=True)
+class Context:
+    """What the model is shown for one call. ``messages`` is the live history: a provider
+    reads it during the call and must not mutate it or keep a reference past the call."""
+
+    system_prompt: str
+    messages: list[AnyMessage]
+    tools: list[ToolSpec]
+
+
+@dataclass(slots=True)
+class StreamOptions:
+    """Per-call options. ``tool_choice`` and ``parallel_tool_calls`` are sent every round."""
+
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool | None = None
+    """``False`` forbids several tool calls in one reply where the API has the knob;
+    ``None`` leaves the provider's default."""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    cancel: asyncio.Event | None = None
+    """Set when the run is aborted; a provider stops streaming and yields an ``aborted``
+    error event."""
+    depth: int = 0
+    """Nesting level of the exec this call belongs to (0 = outermost)."""
+    round: int = 0
+    """Model call number within its exec, from 1."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Anything that can stream one assistant reply."""
+
+    def stream(self, context: Context, options: StreamOptions) -> AsyncIterator[ProviderEvent]:
+        """Yield provider stream events for one model call, ending with ``done`` or
+        ``error``."""
+        ...
+
+
+ProviderFactory: TypeAlias = Callable[..., Provider]
+"""Called as ``factory(model_id, **options)`` and returns a provider."""
+
+_FACTORIES: dict[str, ProviderFactory | str] = {
+    # Built-in adapters, imported on first use ("module:attribute").
+    "openai": "openprogram.providers.openai_chat:OpenAIChatProvider",
+    "openai-chat": "openprogram.providers.openai_chat:OpenAIChatProvider",
+    "openai-responses": "openprogram.providers.openai_responses:OpenAIResponsesProvider",
+    "anthropic": "openprogram.providers.anthropic:AnthropicProvider",
+    "gemini": "openprogram.providers.gemini:GeminiProvider",
+    "google": "openprogram.providers.gemini:GeminiProvider",
+    "bedrock": "openprogram.providers.bedrock:BedrockProvider",
+}
+
+
+def register_provider(name: str, factory: ProviderFactory) -> None:
+    """Make ``Runtime(model=f"{name}:<model id>")`` use ``factory(model_id, **options)``."""
+    if not name or ":" in name:
+        raise ValueError(f"provider name {name!r} must be non-empty and contain no ':'")
+    _FACTORIES[name] = factory
+
+
+def provider_names() -> list[str]:
+    return sorted(_FACTORIES)
+
+
+def _load(name: str) -> ProviderFactory:
+    target = _FACTORIES[name]
+    if not isinstance(target, str):
+        return target
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        factory: ProviderFactory = getattr(module, attr)
+    except (ImportError, AttributeError) as exc:
+        raise ProviderNotFoundError(
+            f"provider {name!r} could not be loaded from {target} ({exc}); "
+            "check the installation, or register your own with register_provider()"
+        ) from exc
+    _FACTORIES[name] = factory
+    return factory
+
+
+def get_provider(model: str, **options: Any) -> Provider:
+    """Resolve a ``"provider:model_id"`` string to a provider object."""
+    name, sep, model_id = model.partition(":")
+    if not sep or not name or not model_id:
+        raise ConfigurationError(
+            f"model {model!r} must look like 'provider:model_id', e.g. 'openai:gpt-4o-mini'; "
+            f"known providers: {', '.join(provider_names())}"
+        )
+    if name not in _FACTORIES:
+        raise ProviderNotFoundError(
+            f"no provider named {name!r} (from model {model!r}); known providers: "
+            f"{', '.join(provider_names())}. Register one with register_provider({name!r}, factory)"
+        )
+    return _load(name)(model_id, **options)

@@ -1,0 +1,222 @@
+"""What the loop runs: a tool's spec, its result, and the adapter from user entries.
+
+The loop only ever sees :class:`Tool`: a spec, a compiled argument validator and one
+``run`` coroutine with a fixed calling convention. Everything a user may pass in
+``exec(tools=[...])`` (an ``@function``, an ``@agentic_function``, a
+``{"spec": ..., "execute": ...}`` dict, any object with ``.spec`` and ``.execute``) is
+adapted to it once by :func:`as_tool`; the signature inspection is cached per callable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram.tools._validation import ArgumentValidator, compile_validator
+from openprogram.types import ImageContent, TextContent, ToolResultContent
+
+__all__ = ["Tool", "ToolResult", "ToolSpec", "UpdateCallback", "as_tool", "normalize_result"]
+
+UpdateCallback = Callable[[Any], None]
+"""Called by a tool with a partial result; becomes a ``tool_execution_update`` event."""
+
+_EMPTY_PARAMS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    """What the model sees of a tool."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: dict(_EMPTY_PARAMS))
+    """JSON Schema of the arguments object."""
+
+    @classmethod
+    def coerce(cls, spec: Any, *, entry: Any) -> ToolSpec:
+        if isinstance(spec, ToolSpec):
+            return spec
+        if isinstance(spec, Mapping) and isinstance(spec.get("name"), str) and spec["name"]:
+            params = spec.get("parameters", spec.get("input_schema", _EMPTY_PARAMS))
+            if not isinstance(params, dict):
+                raise TypeError(
+                    f"tool {spec['name']!r}: 'parameters' must be a JSON Schema object (a dict), "
+                    f"got {type(params).__name__}"
+                )
+            return cls(spec["name"], str(spec.get("description") or ""), params)
+        raise TypeError(
+            f"tool entry {entry!r} has a spec without a name: give it a ToolSpec or a dict "
+            "{'name': ..., 'description': ..., 'parameters': {...}}"
+        )
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool returns to the loop (any other return value is normalized to this)."""
+
+    content: list[ToolResultContent]
+    details: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, *, is_error: bool = False, details: Any = None) -> ToolResult:
+        return cls([TextContent(text)], details, is_error)
+
+
+def normalize_result(value: Any) -> ToolResult:
+    """A tool's return value as a :class:`ToolResult`: a string is the text, ``None`` is
+    empty, other values are JSON-encoded (``str()`` when JSON cannot encode them)."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult([TextContent(value)])
+    if value is None:
+        return ToolResult([TextContent("")])
+    if isinstance(value, (TextContent, ImageContent)):
+        return ToolResult([value])
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = str(value)
+    return ToolResult([TextContent(text)])
+
+
+RunFn = Callable[[str, dict[str, Any], "asyncio.Event | None", UpdateCallback | None], Any]
+
+
+class Tool:
+    """A tool in the loop's own shape.
+
+    ``run(tool_call_id, args, cancel, on_update)`` returns the raw value (or an awaitable
+    of it when ``is_async``); the loop normalizes it.
+    """
+
+    __slots__ = ("spec", "name", "run", "is_async", "validator", "source", "__weakref__")
+
+    def __init__(
+        self,
+        spec: ToolSpec,
+        run: RunFn,
+        *,
+        is_async: bool,
+        source: Any = None,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.run = run
+        self.is_async = is_async
+        self.validator: ArgumentValidator = compile_validator(spec.parameters)
+        self.source = source
+        """The user's entry this tool was adapted from."""
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+_INJECTABLE = {"tool_call_id", "cancel", "signal", "on_update"}
+
+
+@dataclass(slots=True)
+class _CallShape:
+    is_async: bool
+    inject: frozenset[str]
+    takes_kwargs: bool
+
+
+_SHAPES: weakref.WeakKeyDictionary[Any, _CallShape] = weakref.WeakKeyDictionary()
+
+
+def _call_shape(fn: Callable[..., Any]) -> _CallShape:
+    try:
+        return _SHAPES[fn]
+    except (KeyError, TypeError):
+        pass
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    params = sig.parameters if sig is not None else {}
+    shape = _CallShape(
+        is_async=inspect.iscoroutinefunction(fn)
+        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),
+        inject=frozenset(n for n in params if n in _INJECTABLE),
+        takes_kwargs=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()),
+    )
+    try:
+        _SHAPES[fn] = shape
+    except TypeError:
+        pass  # not weak-referenceable (e.g. a bound builtin): recomputed next time
+    return shape
+
+
+def _runner(execute: Callable[..., Any]) -> tuple[RunFn, bool]:
+    """Wrap a user ``execute(**args)`` into the loop's calling convention."""
+    shape = _call_shape(execute)
+    inject = shape.inject
+    if not inject:
+
+        def run(call_id: str, args: dict[str, Any], cancel: Any, on_update: Any) -> Any:
+            return execute(**args)
+
+        return run, shape.is_async
+
+    def run_injected(call_id: str, args: dict[str, Any], cancel: Any, on_update: Any) -> Any:
+        extra: dict[str, Any] = {}
+        if "tool_call_id" in inject:
+            extra["tool_call_id"] = call_id
+        if "cancel" in inject:
+            extra["cancel"] = cancel
+        if "signal" in inject:
+            extra["signal"] = cancel
+        if "on_update" in inject:
+            extra["on_update"] = on_update
+        return execute(**args, **extra)
+
+    return run_injected, shape.is_async
+
+
+_ACCEPTED = (
+    "an @function or @agentic_function, a {'spec': ..., 'execute': ...} dict, "
+    "or an object with .spec and .execute"
+)
+
+
+def as_tool(entry: Any) -> Tool:
+    """Adapt one ``tools=`` entry; raises ``TypeError`` naming the entry and the accepted
+    kinds for anything else (a tool name string included)."""
+    if isinstance(entry, Tool):
+        return entry
+    own = getattr(entry, "__openprogram_tool__", None)
+    if isinstance(own, Tool):
+        return own
+    if isinstance(entry, Mapping):
+        if "spec" in entry and "execute" in entry and callable(entry["execute"]):
+            spec = ToolSpec.coerce(entry["spec"], entry=entry)
+            run, is_async = _runner(entry["execute"])
+            return Tool(spec, run, is_async=is_async, source=entry)
+        raise TypeError(
+            f"tool entry {_short(entry)} is a dict without both 'spec' and a callable "
+            f"'execute'; a tool entry must be {_ACCEPTED}"
+        )
+    if not isinstance(entry, (str, bytes)) and hasattr(entry, "spec"):
+        execute = getattr(entry, "execute", None)
+        if callable(execute):
+            spec = ToolSpec.coerce(entry.spec, entry=entry)
+            run, is_async = _runner(execute)
+            return Tool(spec, run, is_async=is_async, source=entry)
+    hint = ""
+    if isinstance(entry, str):
+        hint = " (tool names are not accepted here: pass the tool object, or use toolset=/tools_allow=)"
+    raise TypeError(f"tool entry {_short(entry)} is not a tool{hint}; a tool entry must be {_ACCEPTED}")
+
+
+def _short(entry: Any) -> str:
+    text = repr(entry)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+

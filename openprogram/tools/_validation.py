@@ -1,0 +1,172 @@
+"""Argument validation: JSON Schema with the lenient coercion real models need.
+
+A validator is compiled once per distinct schema (fastjsonschema turns the schema into
+Python code) and cached. The hot path is one compiled check of the raw arguments; only
+when that fails do we coerce ("3" -> 3, "true" -> True, a scalar where a string is
+wanted) and, if the coerced arguments still fail, collect every failing path with
+jsonschema for an error text the model can act on.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import fastjsonschema
+import jsonschema
+
+__all__ = ["ArgumentsError", "ArgumentValidator", "compile_validator", "validate_tool_arguments"]
+
+
+class ArgumentsError(ValueError):
+    """The model's arguments do not fit the tool's schema; ``str(e)`` is the text the
+    model sees."""
+
+
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no"}
+
+
+def _types(schema: dict[str, Any]) -> list[str]:
+    t = schema.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    return []
+
+
+def _coerce(value: Any, schema: Any) -> Any:
+    """Coerce ``value`` toward ``schema`` where a model plausibly meant it; never fails."""
+    if not isinstance(schema, dict):
+        return value
+    types = _types(schema)
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            return {k: _coerce(v, props.get(k)) for k, v in value.items()}
+        return value
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [_coerce(v, items) for v in value] if isinstance(items, dict) else value
+    if not types or isinstance(value, bool) and "boolean" in types:
+        return value
+    if isinstance(value, str):
+        s = value.strip()
+        if "integer" in types:
+            try:
+                return int(s)
+            except ValueError:
+                pass
+        if "number" in types:
+            try:
+                num = float(s)
+            except ValueError:
+                pass
+            else:
+                return int(num) if num.is_integer() and "." not in s and "e" not in s.lower() else num
+        if "boolean" in types:
+            if s.lower() in _TRUE:
+                return True
+            if s.lower() in _FALSE:
+                return False
+        if ("object" in types or "array" in types) and s[:1] in "{[":
+            try:
+                return _coerce(json.loads(s), schema)
+            except ValueError:
+                pass
+        if "null" in types and s.lower() in ("null", "none", ""):
+            return None
+        return value
+    if "string" in types and isinstance(value, (int, float, bool)) and value is not None:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+    if "integer" in types and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return ".".join(parts) if parts else "root"
+
+
+class ArgumentValidator:
+    """A compiled validator for one parameters schema."""
+
+    __slots__ = ("_check", "_schema", "_full")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
+        try:
+            self._check: Callable[[Any], Any] = fastjsonschema.compile(schema)
+        except (fastjsonschema.JsonSchemaDefinitionException, TypeError, ValueError) as exc:
+            raise ValueError(f"invalid JSON Schema for tool parameters: {exc}") from exc
+        self._full: jsonschema.protocols.Validator | None = None
+
+    def validate(self, tool_name: str, args: Any) -> dict[str, Any]:
+        """Return the arguments to pass to the tool (coerced if needed) or raise
+        :class:`ArgumentsError` with a text for the model."""
+        if not isinstance(args, dict):
+            raise ArgumentsError(
+                f'Validation failed for tool "{tool_name}": arguments must be a JSON object, '
+                f"got {type(args).__name__}.\n\nReceived arguments:\n{_dump(args)}"
+            )
+        try:
+            self._check(args)
+            return args
+        except fastjsonschema.JsonSchemaValueException:
+            pass
+        coerced = _coerce(copy.deepcopy(args), self._schema)
+        try:
+            self._check(coerced)
+            return coerced  # type: ignore[no-any-return]
+        except fastjsonschema.JsonSchemaValueException:
+            pass
+        if self._full is None:
+            cls = jsonschema.validators.validator_for(self._schema)
+            self._full = cls(self._schema)
+        errors = sorted(self._full.iter_errors(coerced), key=lambda e: list(map(str, e.path)))
+        lines = [f"  - {_path(e)}: {e.message}" for e in errors] or ["  - root: invalid"]
+        raise ArgumentsError(
+            f'Validation failed for tool "{tool_name}":\n'
+            + "\n".join(lines)
+            + f"\n\nReceived arguments:\n{_dump(args)}"
+        )
+
+
+def _dump(value: Any) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+_CACHE: dict[str, ArgumentValidator] = {}
+
+
+def compile_validator(schema: dict[str, Any]) -> ArgumentValidator:
+    """The cached validator for ``schema`` (compiled on first use)."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    found = _CACHE.get(key)
+    if found is None:
+        found = _CACHE[key] = ArgumentValidator(schema)
+    return found
+
+
+def validate_tool_arguments(
+    tool_name: str, schema: dict[str, Any], args: Any
+) -> dict[str, Any]:
+    """Validate ``args`` against ``schema`` with lenient coercion.
+
+    Returns the arguments to pass to the tool; raises :class:`ArgumentsError` whose text
+    lists each failing path and the arguments received::
+
+        >>> validate_tool_arguments("add", {"type": "object",
+        ...     "properties": {"a": {"type": "integer"}}}, {"a": "3"})
+        {'a': 3}
+    """
+    return compile_validator(schema).validate(tool_name, args)
