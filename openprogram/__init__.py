@@ -1,0 +1,66 @@
+"""openprogram: a tool-call loop engine for LLM agents.
+
+Each round the model returns one assistant message; tool calls in it are executed and
+their results fed back; a text-only message finishes the run. See ``Runtime.exec``.
+"""
+
+from openprogram.agent import Agent, AgentState, LoopResult
+from openprogram.errors import (
+    ConfigurationError,
+    ModelError,
+    OpenProgramError,
+    ProviderNotFoundError,
+    RunAbortedError,
+    RunError,
+)
+from openprogram.providers import Provider, get_provider, register_provider
+from openprogram.runtime import UNSET, ExecResult, Runtime, current_depth
+from openprogram.tools import Tool, ToolResult, ToolSpec, as_tool, validate_tool_arguments
+from openprogram.tools.registry import ToolRegistry, default_registry
+from openprogram.types import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "UNSET",
+    "Agent",
+    "AgentState",
+    "AssistantMessage",
+    "ConfigurationError",
+    "ExecResult",
+    "ImageContent",
+    "LoopResult",
+    "ModelError",
+    "OpenProgramError",
+    "Provider",
+    "ProviderNotFoundError",
+    "RunAbortedError",
+    "RunError",
+    "Runtime",
+    "TextContent",
+    "ThinkingContent",
+    "Tool",
+    "ToolCall",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolResultMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+    "__version__",
+    "as_tool",
+    "current_depth",
+    "default_registry",
+    "get_provider",
+    "register_provider",
+    "validate_tool_arguments",
+]

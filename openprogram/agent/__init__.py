@@ -1,0 +1,26 @@
+"""The loop (:mod:`.agent_loop`) and the stateful :class:`Agent` around it."""
+
+from openprogram.agent.agent import Agent, AgentState
+from openprogram.agent.agent_loop import (
+    MAX_INNER_ITERATIONS,
+    SKIPPED_TEXT,
+    AgentContext,
+    Listener,
+    LoopConfig,
+    LoopResult,
+    effective_cap,
+    run_agent_loop,
+)
+
+__all__ = [
+    "MAX_INNER_ITERATIONS",
+    "SKIPPED_TEXT",
+    "Agent",
+    "AgentContext",
+    "AgentState",
+    "Listener",
+    "LoopConfig",
+    "LoopResult",
+    "effective_cap",
+    "run_agent_loop",
+]

@@ -53,7 +53,7 @@ def parse_arguments(text: str) -> Any:
 class MessageBuilder:
     """Accumulates one :class:`AssistantMessage` and returns the matching events."""
 
-    __slots__ = ("message", "_open", "_args", "_last")
+    __slots__ = ("_args", "_last", "_open", "message")
 
     def __init__(self, *, api: str, model: str) -> None:
         self.message = AssistantMessage(api=api, model=model, timestamp=now_ms())

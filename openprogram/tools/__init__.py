@@ -1,6 +1,13 @@
 """Tools: specs, argument validation, and adapting user entries for the loop."""
 
-from openprogram.tools._tool import Tool, ToolResult, ToolSpec, UpdateCallback, as_tool, normalize_result
+from openprogram.tools._tool import (
+    Tool,
+    ToolResult,
+    ToolSpec,
+    UpdateCallback,
+    as_tool,
+    normalize_result,
+)
 from openprogram.tools._validation import (
     ArgumentsError,
     ArgumentValidator,

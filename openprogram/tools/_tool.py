@@ -10,6 +10,7 @@ adapted to it once by :func:`as_tool`; the signature inspection is cached per ca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import weakref
@@ -96,7 +97,7 @@ class Tool:
     of it when ``is_async``); the loop normalizes it.
     """
 
-    __slots__ = ("spec", "name", "run", "is_async", "validator", "source", "__weakref__")
+    __slots__ = ("__weakref__", "is_async", "name", "run", "source", "spec", "validator")
 
     def __init__(
         self,
@@ -143,14 +144,17 @@ def _call_shape(fn: Callable[..., Any]) -> _CallShape:
     params = sig.parameters if sig is not None else {}
     shape = _CallShape(
         is_async=inspect.iscoroutinefunction(fn)
-        or inspect.iscoroutinefunction(getattr(fn, "__call__", None)),
+        or (
+            inspect.iscoroutinefunction(type(fn).__call__)
+            and not inspect.isfunction(fn)
+            and not inspect.ismethod(fn)
+        ),
         inject=frozenset(n for n in params if n in _INJECTABLE),
         takes_kwargs=any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()),
     )
-    try:
+    # not weak-referenceable (e.g. a bound builtin): recomputed next time
+    with contextlib.suppress(TypeError):
         _SHAPES[fn] = shape
-    except TypeError:
-        pass  # not weak-referenceable (e.g. a bound builtin): recomputed next time
     return shape
 
 
@@ -211,12 +215,15 @@ def as_tool(entry: Any) -> Tool:
             return Tool(spec, run, is_async=is_async, source=entry)
     hint = ""
     if isinstance(entry, str):
-        hint = " (tool names are not accepted here: pass the tool object, or use toolset=/tools_allow=)"
-    raise TypeError(f"tool entry {_short(entry)} is not a tool{hint}; a tool entry must be {_ACCEPTED}")
+        hint = (
+            " (tool names are not accepted here: pass the tool object, "
+            "or use toolset=/tools_allow=)"
+        )
+    raise TypeError(
+        f"tool entry {_short(entry)} is not a tool{hint}; a tool entry must be {_ACCEPTED}"
+    )
 
 
 def _short(entry: Any) -> str:
     text = repr(entry)
     return text if len(text) <= 80 else text[:77] + "..."
-
-

@@ -9,6 +9,7 @@ jsonschema for an error text the model can act on.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Callable
@@ -42,7 +43,6 @@ def _coerce(value: Any, schema: Any) -> Any:
     """Coerce ``value`` toward ``schema`` where a model plausibly meant it; never fails."""
     if not isinstance(schema, dict):
         return value
-    types = _types(schema)
     if isinstance(value, dict):
         props = schema.get("properties")
         if isinstance(props, dict):
@@ -51,38 +51,40 @@ def _coerce(value: Any, schema: Any) -> Any:
     if isinstance(value, list):
         items = schema.get("items")
         return [_coerce(v, items) for v in value] if isinstance(items, dict) else value
-    if not types or isinstance(value, bool) and "boolean" in types:
+    types = _types(schema)
+    if not types:
         return value
     if isinstance(value, str):
-        s = value.strip()
-        if "integer" in types:
-            try:
-                return int(s)
-            except ValueError:
-                pass
-        if "number" in types:
-            try:
-                num = float(s)
-            except ValueError:
-                pass
-            else:
-                return int(num) if num.is_integer() and "." not in s and "e" not in s.lower() else num
-        if "boolean" in types:
-            if s.lower() in _TRUE:
-                return True
-            if s.lower() in _FALSE:
-                return False
-        if ("object" in types or "array" in types) and s[:1] in "{[":
-            try:
-                return _coerce(json.loads(s), schema)
-            except ValueError:
-                pass
-        if "null" in types and s.lower() in ("null", "none", ""):
-            return None
-        return value
-    if "string" in types and isinstance(value, (int, float, bool)) and value is not None:
-        if isinstance(value, bool):
+        return _from_string(value, types, schema)
+    return _from_scalar(value, types)
+
+
+def _from_string(value: str, types: list[str], schema: dict[str, Any]) -> Any:
+    s = value.strip()
+    if "integer" in types:
+        with contextlib.suppress(ValueError):
+            return int(s)
+    if "number" in types:
+        with contextlib.suppress(ValueError):
+            num = float(s)
+            integral = num.is_integer() and "." not in s and "e" not in s.lower()
+            return int(num) if integral else num
+    if "boolean" in types and s.lower() in _TRUE | _FALSE:
+        return s.lower() in _TRUE
+    if ("object" in types or "array" in types) and s[:1] in ("{", "["):
+        with contextlib.suppress(ValueError):
+            return _coerce(json.loads(s), schema)
+    if "null" in types and s.lower() in ("null", "none", ""):
+        return None
+    return value
+
+
+def _from_scalar(value: Any, types: list[str]) -> Any:
+    if isinstance(value, bool):
+        if "boolean" not in types and "string" in types:
             return "true" if value else "false"
+        return value
+    if "string" in types and isinstance(value, (int, float)):
         return str(value)
     if "integer" in types and isinstance(value, float) and value.is_integer():
         return int(value)
@@ -97,7 +99,7 @@ def _path(error: jsonschema.ValidationError) -> str:
 class ArgumentValidator:
     """A compiled validator for one parameters schema."""
 
-    __slots__ = ("_check", "_schema", "_full")
+    __slots__ = ("_check", "_full", "_schema")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self._schema = schema
@@ -157,9 +159,7 @@ def compile_validator(schema: dict[str, Any]) -> ArgumentValidator:
     return found
 
 
-def validate_tool_arguments(
-    tool_name: str, schema: dict[str, Any], args: Any
-) -> dict[str, Any]:
+def validate_tool_arguments(tool_name: str, schema: dict[str, Any], args: Any) -> dict[str, Any]:
     """Validate ``args`` against ``schema`` with lenient coercion.
 
     Returns the arguments to pass to the tool; raises :class:`ArgumentsError` whose text

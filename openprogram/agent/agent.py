@@ -1,0 +1,213 @@
+"""The stateful Agent: a history, queues for steering and follow-ups, and subscribers.
+
+Example::
+
+    agent = Agent(ScriptedModel([{"text": "hello"}]))
+    agent.subscribe(lambda event: print(event.type))
+    result = await agent.prompt("hi")
+    assert result.reason == "stop"
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram.agent.agent_loop import (
+    AgentContext,
+    Listener,
+    LoopConfig,
+    LoopResult,
+    run_agent_loop,
+)
+from openprogram.providers.base import Provider, ToolChoice, check_tool_choice
+from openprogram.tools._tool import Tool, ToolSpec, as_tool
+from openprogram.types import AnyMessage, AssistantMessage, UserMessage
+
+__all__ = ["Agent", "AgentState"]
+
+
+@dataclass(slots=True)
+class AgentState:
+    """What an Agent knows between and during runs."""
+
+    context: AgentContext
+    is_streaming: bool = False
+    error: str | None = None
+    """The error text of the last run that ended on an error, else None."""
+    last_result: LoopResult | None = None
+
+    @property
+    def messages(self) -> list[AnyMessage]:
+        return self.context.messages
+
+    @property
+    def stream_message(self) -> AssistantMessage | None:
+        return self.context.stream_message
+
+    @property
+    def pending_tool_calls(self) -> set[str]:
+        return self.context.pending_tool_calls
+
+    @property
+    def tools(self) -> list[Tool]:
+        return self.context.tools
+
+
+@dataclass(slots=True)
+class _Queues:
+    steering: deque[UserMessage] = field(default_factory=deque)
+    follow_up: deque[UserMessage] = field(default_factory=deque)
+
+
+def _as_user(message: str | UserMessage) -> UserMessage:
+    if isinstance(message, UserMessage):
+        return message
+    if isinstance(message, str):
+        return UserMessage.of(message)
+    raise TypeError(f"expected a str or UserMessage, got {type(message).__name__}: {message!r}")
+
+
+class Agent:
+    """Runs the tool-call loop over a persistent history.
+
+    ``prompt`` runs one loop; while it runs, ``steer`` queues a message delivered after
+    the current tool call (remaining calls are skipped), ``follow_up`` queues one delivered
+    when the model would otherwise finish, and ``abort`` cancels the run (no tool starts
+    after it). ``subscribe`` registers a listener for every event; a listener that raises
+    is logged and ignored.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        system_prompt: str = "",
+        tools: Iterable[Any] = (),
+        messages: Iterable[AnyMessage] = (),
+        tool_choice: ToolChoice = "auto",
+        parallel_tool_calls: bool | None = None,
+        max_iterations: int | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        depth: int = 0,
+        provider_tools: Callable[[list[Tool]], list[ToolSpec]] | None = None,
+        listeners: list[Listener] | None = None,
+    ) -> None:
+        context = AgentContext(system_prompt, list(messages), [as_tool(t) for t in tools])
+        self.state = AgentState(context)
+        self.provider = provider
+        self._config = LoopConfig(
+            provider,
+            check_tool_choice(tool_choice),
+            parallel_tool_calls,
+            max_iterations,
+            max_tokens,
+            temperature,
+            self._dequeue_steering,
+            self._dequeue_follow_ups,
+            depth,
+            provider_tools,
+        )
+        self._listeners: list[Listener] = listeners if listeners is not None else []
+        self._queues = _Queues()
+        self._cancel = asyncio.Event()
+        self._task: asyncio.Task[Any] | None = None
+
+    # -- subscribers ---------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    # -- queues --------------------------------------------------------------------------
+
+    def steer(self, message: str | UserMessage) -> None:
+        """Queue a message that interrupts: delivered after the running tool call, and the
+        calls left in that round are skipped."""
+        self._queues.steering.append(_as_user(message))
+
+    def follow_up(self, message: str | UserMessage) -> None:
+        """Queue a message delivered once the model has finished (starts another pass)."""
+        self._queues.follow_up.append(_as_user(message))
+
+    @property
+    def queued_steering(self) -> list[UserMessage]:
+        return list(self._queues.steering)
+
+    @property
+    def queued_follow_ups(self) -> list[UserMessage]:
+        return list(self._queues.follow_up)
+
+    def _dequeue_steering(self) -> list[UserMessage]:
+        queue = self._queues.steering
+        if not queue:
+            return []
+        out = list(queue)
+        queue.clear()
+        return out
+
+    def _dequeue_follow_ups(self) -> list[UserMessage]:
+        queue = self._queues.follow_up
+        if not queue:
+            return []
+        out = list(queue)
+        queue.clear()
+        return out
+
+    # -- running -------------------------------------------------------------------------
+
+    def abort(self) -> None:
+        """Cancel the running prompt: it ends with reason ``aborted``."""
+        self._cancel.set()
+        task = self._task
+        if task is not None and not task.done():
+            try:
+                current = asyncio.current_task()
+            except RuntimeError:
+                current = None
+            if task is not current:
+                task.get_loop().call_soon_threadsafe(task.cancel)
+
+    async def prompt(self, message: str | UserMessage | Sequence[str | UserMessage]) -> LoopResult:
+        """Add ``message`` to the history and run the loop until it ends."""
+        if self.state.is_streaming:
+            raise RuntimeError(
+                "Agent.prompt() called while a run is in progress; use steer() or follow_up()"
+            )
+        prompts: list[AnyMessage] = (
+            [_as_user(message)]
+            if isinstance(message, (str, UserMessage))
+            else [_as_user(m) for m in message]
+        )
+        self._cancel = asyncio.Event()
+        self.state.error = None
+        self._task = asyncio.current_task()
+        self.state.is_streaming = True
+        try:
+            result = await run_agent_loop(
+                prompts, self.state.context, self._config, self._listeners, self._cancel
+            )
+        finally:
+            self.state.is_streaming = False
+            self._task = None
+        self._after_run(result)
+        return result
+
+    def _after_run(self, result: LoopResult) -> None:
+        # Messages dequeued but not delivered (cap reached) go back, in front, so nothing
+        # queued is lost.
+        self._queues.steering.extendleft(reversed(result.unconsumed_steering))
+        self._queues.follow_up.extendleft(reversed(result.unconsumed_follow_ups))
+        self.state.last_result = result
+        if result.reason == "error" and result.final is not None:
+            self.state.error = result.final.error_message

@@ -1,0 +1,506 @@
+"""The tool-call loop (seed: ``tool-call-loop.md``).
+
+Each round the provider streams one assistant message. An ``error``/``aborted`` stop ends
+the run at once; tool calls are executed one by one, in order, and their results fed back
+before the next round; a text-only reply finishes (unless steering messages are queued,
+which keep the loop alive). When the inner loop ends, follow-up messages may start
+another pass. The round cap is ``max(1, min(50, max_iterations))`` and hitting it is a
+normal finish. Whatever happens, each run emits exactly one ``agent_end``, last.
+
+The loop is stateless: it works on an :class:`AgentContext` and a :class:`LoopConfig`,
+emits events to a list of listeners (no event object is built when the list is empty) and
+returns a :class:`LoopResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram.events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    EndReason,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from openprogram.providers.base import Context, Provider, StreamOptions, ToolChoice
+from openprogram.tools._tool import Tool, ToolResult, ToolSpec, normalize_result
+from openprogram.tools._validation import ArgumentsError
+from openprogram.types import (
+    AnyMessage,
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    now_ms,
+)
+
+__all__ = [
+    "MAX_INNER_ITERATIONS",
+    "SKIPPED_TEXT",
+    "AgentContext",
+    "Listener",
+    "LoopConfig",
+    "LoopResult",
+    "MessageSource",
+    "effective_cap",
+    "run_agent_loop",
+]
+
+log = logging.getLogger("openprogram")
+
+MAX_INNER_ITERATIONS = 50
+"""Hard cap on model calls per run, against idle spinning."""
+
+SKIPPED_TEXT = "Skipped due to queued user message."
+
+Listener = Callable[[AgentEvent], None]
+MessageSource = Callable[[], "list[UserMessage] | Awaitable[list[UserMessage]]"]
+"""Returns (and dequeues) queued messages; sync or async."""
+
+
+def effective_cap(max_iterations: int | None) -> int:
+    """The number of model calls a run may make: 50 when not given, else
+    ``max(1, min(50, max_iterations))``."""
+    if max_iterations is None:
+        return MAX_INNER_ITERATIONS
+    return max(1, min(MAX_INNER_ITERATIONS, max_iterations))
+
+
+@dataclass(slots=True)
+class AgentContext:
+    """The state one run works on. ``messages`` is the history, appended in place."""
+
+    system_prompt: str = ""
+    messages: list[AnyMessage] = field(default_factory=list)
+    tools: list[Tool] = field(default_factory=list)
+    stream_message: AssistantMessage | None = None
+    """The assistant message being streamed, while it is."""
+    pending_tool_calls: set[str] = field(default_factory=set)
+    """Ids of tool calls executing right now."""
+
+
+@dataclass(slots=True)
+class LoopConfig:
+    """How to run: the provider, the per-round options and the queues to poll."""
+
+    provider: Provider
+    tool_choice: ToolChoice = "auto"
+    parallel_tool_calls: bool | None = None
+    max_iterations: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    get_steering_messages: MessageSource | None = None
+    get_follow_up_messages: MessageSource | None = None
+    depth: int = 0
+    provider_tools: Callable[[list[Tool]], list[ToolSpec]] | None = None
+    """Which specs to send to the provider, computed at the start of each pass
+    (default: every tool's spec). Deferred loading hooks in here."""
+
+
+@dataclass(slots=True)
+class LoopResult:
+    reason: EndReason
+    messages: list[AnyMessage]
+    """The messages the run added, prompts included."""
+    final: AssistantMessage | None
+    """The last assistant message (None if the model was never called)."""
+    model_calls: int
+    unconsumed_steering: list[UserMessage] = field(default_factory=list)
+    unconsumed_follow_ups: list[UserMessage] = field(default_factory=list)
+    """Messages dequeued but not delivered because the cap was reached."""
+    error: BaseException | None = None
+    """What raised, when the run ended because something raised."""
+
+
+class _Run:
+    """The mutable state of one run (kept on one object so the steps stay short)."""
+
+    __slots__ = (
+        "cancel",
+        "config",
+        "context",
+        "depth",
+        "error",
+        "listeners",
+        "message_open",
+        "new_messages",
+        "options",
+        "round",
+        "tools_by_name",
+        "turn_message",
+        "turn_open",
+        "turn_results",
+    )
+
+    def __init__(
+        self,
+        context: AgentContext,
+        config: LoopConfig,
+        listeners: Sequence[Listener],
+        cancel: asyncio.Event,
+    ) -> None:
+        self.context = context
+        self.config = config
+        self.listeners = listeners
+        self.cancel = cancel
+        self.depth = config.depth
+        self.round = 0
+        self.new_messages: list[AnyMessage] = []
+        self.tools_by_name = {t.name: t for t in context.tools}
+        self.options = StreamOptions(
+            tool_choice=config.tool_choice,
+            parallel_tool_calls=config.parallel_tool_calls,
+            max_tokens=config.max_tokens,
+            temperature=config.temperature,
+            cancel=cancel,
+            depth=config.depth,
+        )
+        self.turn_open = False
+        self.message_open = False
+        self.turn_message: AssistantMessage | None = None
+        self.turn_results: list[ToolResultMessage] = []
+        self.error: BaseException | None = None
+
+    def emit(self, event: AgentEvent) -> None:
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener never breaks the run
+                log.exception("openprogram: listener %r raised on %s", listener, event.type)
+
+    def emit_message(self, message: AnyMessage) -> None:
+        """message_start + message_end for a message that arrives whole."""
+        if self.listeners:
+            self.emit(MessageStart(message, self.depth, self.round))
+            self.emit(MessageEnd(message, self.depth, self.round))
+
+    def start_turn(self) -> None:
+        self.turn_open = True
+        self.turn_message = None
+        self.turn_results = []
+        if self.listeners:
+            self.emit(TurnStart(self.depth, self.round))
+
+    def end_turn(self, message: AssistantMessage, results: list[ToolResultMessage]) -> None:
+        self.turn_open = False
+        if self.listeners:
+            self.emit(TurnEnd(message, results, self.depth, self.round))
+
+
+async def _poll(source: MessageSource | None) -> list[UserMessage]:
+    if source is None:
+        return []
+    got = source()
+    if inspect.isawaitable(got):
+        got = await got
+    return list(got)
+
+
+async def run_agent_loop(
+    prompts: list[AnyMessage],
+    context: AgentContext,
+    config: LoopConfig,
+    listeners: Sequence[Listener] = (),
+    cancel: asyncio.Event | None = None,
+) -> LoopResult:
+    """Run the loop for ``prompts`` on ``context``; always emits exactly one ``agent_end``.
+
+    Exceptions raised by the provider or a callback end the run with reason ``error``
+    (the result carries the exception). Cancellation ends it with reason ``aborted``: when
+    ``cancel`` is set (an abort) the result is returned, otherwise ``CancelledError`` is
+    re-raised after ``agent_end``.
+    """
+    run = _Run(context, config, listeners, cancel or asyncio.Event())
+    if listeners:
+        run.emit(AgentStart(run.depth, 0))
+    try:
+        result = await _run_loop(run, prompts)
+    except asyncio.CancelledError:
+        final = _close_after_failure(run, "aborted", "Run cancelled")
+        result = _end(run, "aborted", final=final)
+        task = asyncio.current_task()
+        # Our own abort (the signal is set) is a normal way to end; any other cancellation
+        # belongs to the caller and propagates.
+        if not run.cancel.is_set() or task is None:
+            raise
+        task.uncancel()
+        return result
+    except Exception as exc:
+        run.error = exc
+        final = _close_after_failure(run, "error", f"{type(exc).__name__}: {exc}")
+        return _end(run, "error", final=final)
+    return result
+
+
+def _end(
+    run: _Run,
+    reason: EndReason,
+    *,
+    final: AssistantMessage | None = None,
+    steering: list[UserMessage] | None = None,
+    follow_ups: list[UserMessage] | None = None,
+) -> LoopResult:
+    if run.listeners:
+        run.emit(AgentEnd(reason, run.new_messages, run.depth, run.round))
+    if final is None:
+        final = next(
+            (m for m in reversed(run.new_messages) if isinstance(m, AssistantMessage)), None
+        )
+    return LoopResult(
+        reason,
+        run.new_messages,
+        final,
+        run.round,
+        steering or [],
+        follow_ups or [],
+        run.error,
+    )
+
+
+def _close_after_failure(run: _Run, stop: str, text: str) -> AssistantMessage:
+    """Close whatever is open (message, turn) after an exception, so events balance;
+    returns the message that describes the failure."""
+    reason = "aborted" if stop == "aborted" else "error"
+    partial = run.context.stream_message
+    if run.message_open and partial is not None:
+        final = _finish_message(run, partial, _failed(reason, text, partial))
+    else:
+        final = _failed(reason, text)
+        if run.turn_open and run.turn_message is None:
+            _finish_message(run, None, final)
+    if run.turn_open:
+        run.end_turn(run.turn_message or final, run.turn_results)
+    run.context.pending_tool_calls.clear()
+    return final
+
+
+async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
+    """The outer pass loop (follow-ups) around the inner round loop (tools, steering)."""
+    config, context = run.config, run.context
+    cap = effective_cap(config.max_iterations)
+    run.round = 1
+    run.start_turn()
+    for message in prompts:
+        context.messages.append(message)
+        run.new_messages.append(message)
+        run.emit_message(message)
+    pending: list[UserMessage] = await _poll(config.get_steering_messages)
+    first = True
+    while True:
+        specs = _provider_specs(run)
+        has_more_tool_calls = True
+        while has_more_tool_calls or pending:
+            if not first:
+                if run.round >= cap:
+                    return _end(run, "cap", steering=pending)
+                run.round += 1
+                run.start_turn()
+            first = False
+            for message in pending:
+                context.messages.append(message)
+                run.new_messages.append(message)
+                run.emit_message(message)
+            pending = []
+            message = await _stream_assistant_response(run, specs)
+            if message.stop_reason in ("error", "aborted"):
+                run.end_turn(message, [])
+                return _end(run, "error" if message.stop_reason == "error" else "aborted")
+            tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
+            has_more_tool_calls = bool(tool_calls)
+            steering: list[UserMessage] = []
+            if tool_calls:
+                steering = await _execute_tool_calls(run, message, tool_calls)
+            run.end_turn(message, run.turn_results)
+            if run.cancel.is_set():
+                return _end(run, "aborted")
+            pending = steering or await _poll(config.get_steering_messages)
+        pending = await _poll(config.get_follow_up_messages)
+        if not pending:
+            return _end(run, "stop")
+        if run.round >= cap:
+            return _end(run, "cap", follow_ups=pending)
+
+
+def _provider_specs(run: _Run) -> list[ToolSpec]:
+    hook = run.config.provider_tools
+    if hook is not None:
+        return hook(run.context.tools)
+    return [t.spec for t in run.context.tools]
+
+
+async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> AssistantMessage:
+    """Stream one reply from the provider; returns the final assistant message, already
+    appended to the history. A provider that raises or ends without a final event yields
+    an ``error`` message; a set cancel signal yields ``aborted`` without calling it."""
+    context = run.context
+    if run.cancel.is_set():
+        return _finish_message(run, None, _failed("aborted", "Run aborted before the model call"))
+    run.options.round = run.round
+    request = Context(context.system_prompt, context.messages, specs)
+    partial: AssistantMessage | None = None
+    listeners = run.listeners
+    final: AssistantMessage | None = None
+    try:
+        async for event in run.config.provider.stream(request, run.options):
+            if event.type == "start":
+                partial = event.partial
+                context.stream_message = partial
+                run.message_open = True
+                if listeners:
+                    run.emit(MessageStart(partial, run.depth, run.round))
+            elif event.type == "done":
+                final = event.message
+                break
+            elif event.type == "error":
+                final = event.error
+                break
+            elif listeners and partial is not None:
+                run.emit(MessageUpdate(partial, event, run.depth, run.round))
+    except Exception as exc:
+        run.error = exc
+        final = _failed("error", f"Provider raised {type(exc).__name__}: {exc}", partial)
+    if final is None:
+        if run.cancel.is_set():
+            final = _failed("aborted", "Run aborted during the model call", partial)
+        else:
+            final = _failed("error", "Provider stream ended without a final event", partial)
+    return _finish_message(run, partial, final)
+
+
+def _failed(stop: str, text: str, partial: AssistantMessage | None = None) -> AssistantMessage:
+    message = partial if partial is not None else AssistantMessage(timestamp=now_ms())
+    message.stop_reason = "aborted" if stop == "aborted" else "error"
+    message.error_message = text
+    return message
+
+
+def _finish_message(
+    run: _Run, partial: AssistantMessage | None, final: AssistantMessage
+) -> AssistantMessage:
+    context = run.context
+    context.stream_message = None
+    context.messages.append(final)
+    run.new_messages.append(final)
+    run.turn_message = final
+    if run.listeners:
+        if partial is None:
+            run.emit(MessageStart(final, run.depth, run.round))
+        run.emit(MessageEnd(final, run.depth, run.round))
+    run.message_open = False
+    return final
+
+
+async def _execute_tool_calls(
+    run: _Run, message: AssistantMessage, tool_calls: list[ToolCall]
+) -> list[UserMessage]:
+    """Run the picked tools one by one, in order; results are appended to the history as
+    they finish. Steering is polled after each call: when it arrives, every remaining call
+    is skipped and the steering messages are returned."""
+    steering_source = run.config.get_steering_messages
+    for index, call in enumerate(tool_calls):
+        if run.cancel.is_set():
+            return []
+        result = await _execute_one(run, call)
+        _record_result(run, result)
+        steering = await _poll(steering_source)
+        if steering:
+            for remaining in tool_calls[index + 1 :]:
+                _record_result(run, _skip_tool_call(run, remaining))
+            return steering
+    return []
+
+
+def _record_result(run: _Run, result: ToolResultMessage) -> None:
+    run.context.messages.append(result)
+    run.new_messages.append(result)
+    run.turn_results.append(result)
+    run.emit_message(result)
+
+
+async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
+    listeners = run.listeners
+    if listeners:
+        run.emit(ToolExecutionStart(call.id, call.name, call.arguments, run.depth, run.round))
+    pending = run.context.pending_tool_calls
+    pending.add(call.id)
+    try:
+        outcome = await _invoke(run, call)
+    except asyncio.CancelledError:
+        if listeners:
+            cancelled = _result_message(call, ToolResult.text("Cancelled", is_error=True))
+            run.emit(_tool_end(run, call, cancelled))
+        raise
+    finally:
+        pending.discard(call.id)
+    result = _result_message(call, outcome)
+    if listeners:
+        run.emit(_tool_end(run, call, result))
+    return result
+
+
+async def _invoke(run: _Run, call: ToolCall) -> ToolResult:
+    """Look up, validate and execute one call; every failure becomes an error result."""
+    tool = run.tools_by_name.get(call.name)
+    if tool is None:
+        names = ", ".join(sorted(run.tools_by_name)) or "none"
+        return ToolResult.text(f"Tool {call.name} not found (available: {names})", is_error=True)
+    try:
+        args = tool.validator.validate(call.name, call.arguments)
+    except ArgumentsError as exc:
+        return ToolResult.text(str(exc), is_error=True)
+    on_update = _updater(run, call) if run.listeners else None
+    try:
+        value: Any = tool.run(call.id, args, run.cancel, on_update)
+        if tool.is_async or inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        return ToolResult.text(str(exc) or type(exc).__name__, is_error=True)
+    return normalize_result(value)
+
+
+def _updater(run: _Run, call: ToolCall) -> Callable[[Any], None]:
+    def on_update(partial_result: Any) -> None:
+        run.emit(
+            ToolExecutionUpdate(
+                call.id, call.name, call.arguments, partial_result, run.depth, run.round
+            )
+        )
+
+    return on_update
+
+
+def _result_message(call: ToolCall, result: ToolResult) -> ToolResultMessage:
+    return ToolResultMessage(
+        call.id, call.name, result.content, result.is_error, result.details, timestamp=now_ms()
+    )
+
+
+def _tool_end(run: _Run, call: ToolCall, result: ToolResultMessage) -> ToolExecutionEnd:
+    return ToolExecutionEnd(
+        call.id, call.name, result, result.is_error, call.arguments, run.depth, run.round
+    )
+
+
+def _skip_tool_call(run: _Run, call: ToolCall) -> ToolResultMessage:
+    """A call not executed because the user steered: an error result the model sees."""
+    result = ToolResultMessage(
+        call.id, call.name, [TextContent(SKIPPED_TEXT)], True, {}, timestamp=now_ms()
+    )
+    if run.listeners:
+        run.emit(ToolExecutionStart(call.id, call.name, call.arguments, run.depth, run.round))
+        run.emit(_tool_end(run, call, result))
+    return result

@@ -1,0 +1,237 @@
+"""A provider with no network: plays scripted assistant turns as real stream events.
+
+Example::
+
+    model = ScriptedModel([
+        {"tool_calls": [{"search": {"q": "a"}}]},
+        {"text": "found it"},
+    ])
+    runtime = Runtime(provider=model)
+
+Each turn is streamed the way a real provider streams: ``start``; text and thinking in
+chunks; each tool call's arguments as partial JSON text; then ``done`` (or ``error`` for an
+``error``/``aborted`` stop). Every request is recorded in :attr:`ScriptedModel.requests`.
+A call beyond the script raises :class:`ScriptExhaustedError` naming the request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from openprogram.events import ProviderEvent
+from openprogram.providers.base import Context, StreamOptions, ToolChoice
+from openprogram.providers.builder import MessageBuilder
+from openprogram.tools import ToolSpec
+from openprogram.types import AnyMessage, Usage
+
+__all__ = ["ScriptExhaustedError", "ScriptedModel", "ScriptedRequest", "Turn", "TurnToolCall"]
+
+
+class ScriptExhaustedError(AssertionError):
+    """The loop asked the model for more turns than the script has."""
+
+
+@dataclass(slots=True)
+class TurnToolCall:
+    name: str
+    arguments: Any = field(default_factory=dict)
+    """A dict (sent as JSON) or a string (sent verbatim, e.g. to test malformed JSON)."""
+    id: str | None = None
+
+
+@dataclass(slots=True)
+class Turn:
+    """One scripted model reply."""
+
+    text: str | None = None
+    thinking: str | None = None
+    tool_calls: list[TurnToolCall] = field(default_factory=list)
+    stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None
+    """Defaults to ``toolUse`` with tool calls, else ``stop``."""
+    error: str | None = None
+    """The provider's error text for an ``error``/``aborted`` stop."""
+    usage: Usage | None = None
+
+    @classmethod
+    def coerce(cls, value: Turn | Mapping[str, Any] | str) -> Turn:
+        """A Turn from a Turn, a bare string (text) or a dict with the same keys; tool calls
+        may be ``{name: args}`` or ``{"name": ..., "arguments": ..., "id": ...}``."""
+        if isinstance(value, Turn):
+            return value
+        if isinstance(value, str):
+            return cls(text=value)
+        if not isinstance(value, Mapping):
+            raise TypeError(f"a scripted turn must be a Turn, a str or a dict, got {value!r}")
+        unknown = set(value) - {"text", "thinking", "tool_calls", "stop_reason", "error", "usage"}
+        if unknown:
+            raise ValueError(
+                f"unknown key(s) {sorted(unknown)} in scripted turn {dict(value)!r}; allowed: "
+                "text, thinking, tool_calls, stop_reason, error, usage"
+            )
+        usage = value.get("usage")
+        return cls(
+            text=value.get("text"),
+            thinking=value.get("thinking"),
+            tool_calls=[_coerce_call(c) for c in value.get("tool_calls") or []],
+            stop_reason=value.get("stop_reason"),
+            error=value.get("error"),
+            usage=Usage(**usage) if isinstance(usage, Mapping) else usage,
+        )
+
+
+def _coerce_call(value: Any) -> TurnToolCall:
+    if isinstance(value, TurnToolCall):
+        return value
+    if isinstance(value, Mapping) and "name" in value:
+        return TurnToolCall(value["name"], value.get("arguments", {}), value.get("id"))
+    if isinstance(value, Mapping) and len(value) == 1:
+        ((name, args),) = value.items()
+        return TurnToolCall(str(name), {} if args is None else args)
+    raise ValueError(
+        f"scripted tool call {value!r} must be {{name: arguments}} or "
+        '{"name": ..., "arguments": ..., "id": ...}'
+    )
+
+
+@dataclass(slots=True)
+class ScriptedRequest:
+    """What the model was sent on one call."""
+
+    index: int
+    """Call number across the whole script, from 1."""
+    depth: int
+    round: int
+    messages: list[AnyMessage]
+    tools: list[str]
+    tool_specs: list[ToolSpec]
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool | None
+    system_prompt: str
+
+
+def _chunks(text: str, size: int) -> Iterable[str]:
+    if size <= 0 or len(text) <= size:
+        yield text
+        return
+    for i in range(0, len(text), size):
+        yield text[i : i + size]
+
+
+class ScriptedModel:
+    """A :class:`~openprogram.providers.Provider` that plays ``turns`` in call order,
+    across nesting levels."""
+
+    api = "scripted"
+
+    def __init__(
+        self,
+        turns: Iterable[Turn | Mapping[str, Any] | str] = (),
+        *,
+        chunk_size: int = 24,
+        model: str = "scripted",
+    ) -> None:
+        self.turns: list[Turn] = [Turn.coerce(t) for t in turns]
+        self.chunk_size = chunk_size
+        self.model = model
+        self.requests: list[ScriptedRequest] = []
+        self._next_id = 0
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    @property
+    def unconsumed(self) -> list[Turn]:
+        """Turns never played."""
+        return self.turns[len(self.requests) :]
+
+    def assert_consumed(self) -> None:
+        if self.unconsumed:
+            raise AssertionError(
+                f"ScriptedModel: {len(self.unconsumed)} of {len(self.turns)} scripted turns "
+                f"were never requested (the model was called {self.calls} times)"
+            )
+
+    def _record(self, context: Context, options: StreamOptions) -> ScriptedRequest:
+        request = ScriptedRequest(
+            len(self.requests) + 1,
+            options.depth,
+            options.round,
+            list(context.messages),
+            [t.name for t in context.tools],
+            list(context.tools),
+            options.tool_choice,
+            options.parallel_tool_calls,
+            context.system_prompt,
+        )
+        self.requests.append(request)
+        return request
+
+    def _turn_for(self, request: ScriptedRequest) -> Turn:
+        if request.index > len(self.turns):
+            last = request.messages[-1] if request.messages else None
+            raise ScriptExhaustedError(
+                f"ScriptedModel: model call #{request.index} (depth {request.depth}, round "
+                f"{request.round}) has no scripted turn; the script has {len(self.turns)}. "
+                f"Last message sent: {_describe(last)}. Add a turn to the script, or lower "
+                "max_iterations."
+            )
+        return self.turns[request.index - 1]
+
+    def _call_id(self) -> str:
+        self._next_id += 1
+        return f"call_{self._next_id}"
+
+    async def stream(
+        self, context: Context, options: StreamOptions
+    ) -> AsyncIterator[ProviderEvent]:
+        request = self._record(context, options)
+        turn = self._turn_for(request)
+        b = MessageBuilder(api=self.api, model=self.model)
+        cancel = options.cancel
+        yield b.start()
+        for event in self._body(b, turn):
+            if cancel is not None and cancel.is_set():
+                yield b.error("Request was aborted", aborted=True)
+                return
+            yield event
+        if turn.stop_reason in ("error", "aborted"):
+            yield b.error(
+                turn.error or f"scripted {turn.stop_reason}",
+                aborted=turn.stop_reason == "aborted",
+                usage=turn.usage,
+            )
+            return
+        reason = None if turn.stop_reason is None else turn.stop_reason
+        yield b.done(reason, usage=turn.usage or Usage())
+
+    def _body(self, b: MessageBuilder, turn: Turn) -> Iterable[ProviderEvent]:
+        size = self.chunk_size
+        if turn.thinking:
+            yield b.thinking_start()
+            for piece in _chunks(turn.thinking, size):
+                yield b.thinking_delta(piece)
+            yield b.thinking_end()
+        if turn.text:
+            yield b.text_start()
+            for piece in _chunks(turn.text, size):
+                yield b.text_delta(piece)
+            yield b.text_end()
+        for call in turn.tool_calls:
+            yield b.toolcall_start(call.id or self._call_id(), call.name)
+            raw = call.arguments
+            text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+            for piece in _chunks(text, size):
+                yield b.toolcall_delta(piece)
+            yield b.toolcall_end()
+
+
+def _describe(message: AnyMessage | None) -> str:
+    if message is None:
+        return "nothing"
+    text = getattr(message, "text", "")
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return f"{message.role} {text!r}"
