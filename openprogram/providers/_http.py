@@ -1,0 +1,302 @@
+"""What every HTTP adapter shares: keys, error text, cancellation and the request cycle.
+
+:class:`HTTPProvider` is the base of the wire adapters. A subclass says where to send
+(:meth:`~HTTPProvider.endpoint`), how to authenticate (:meth:`~HTTPProvider.auth_headers`),
+what to send (:meth:`~HTTPProvider.request_body`) and how to read the answer
+(:meth:`~HTTPProvider.parser`); the base does the rest: one POST through an
+``httpx.AsyncClient`` (injected or owned), HTTP errors and transport failures turned into an
+``error`` event, and ``options.cancel`` turned into an ``aborted`` one. It never raises for a
+failed call, and the API key never appears in an error message or a repr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar, TypeVar
+
+import httpx
+
+from openprogram.errors import ConfigurationError
+from openprogram.events import ProviderEvent
+from openprogram.providers._parsing import WireParser
+from openprogram.providers.base import Context, StreamOptions
+from openprogram.providers.builder import MessageBuilder
+from openprogram.types import AnyMessage, AssistantMessage, ToolResultMessage
+
+__all__ = [
+    "HTTPProvider",
+    "http_error_text",
+    "redact",
+    "resolve_api_key",
+    "sendable_messages",
+]
+
+T = TypeVar("T")
+_CANCELLED: Any = object()
+_EOF: Any = object()
+_MAX_ERROR_BODY = 500
+
+
+def resolve_api_key(
+    api_key: str | None, env_vars: tuple[str, ...], *, provider: str, custom_base_url: bool
+) -> str | None:
+    """The key to send: ``api_key``, else the first non-empty variable of ``env_vars``.
+
+    Without either, a custom base URL (a compatible server, the wire simulator) means "send
+    no auth"; otherwise :class:`ConfigurationError` names the variable(s) to set.
+    """
+    if api_key:
+        return api_key
+    for name in env_vars:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    if custom_base_url:
+        return None
+    names = " or ".join(env_vars)
+    raise ConfigurationError(
+        f"{provider}: no API key found. Set the {names} environment variable, or pass "
+        "api_key=... to the provider (a custom base_url needs no key)."
+    )
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` masked."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "***")
+    return text
+
+
+def http_error_text(
+    provider: str, status: int, body: bytes | str, headers: Mapping[str, str] | None = None
+) -> str:
+    """One line for a failed HTTP call: status, the provider's code and message from the
+    error body (or the start of the body when it is not JSON), and ``retry-after``."""
+    raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    message, code = _error_details(raw)
+    text = f"{provider} API error: HTTP {status}"
+    if code:
+        text += f" ({code})"
+    if message:
+        text += f": {message}"
+    retry_after = (headers or {}).get("retry-after")
+    if retry_after:
+        text += f" (retry-after: {retry_after})"
+    return text
+
+
+def _error_details(raw: str) -> tuple[str, str]:
+    try:
+        data: Any = json.loads(raw)
+    except ValueError:
+        return raw.strip()[:_MAX_ERROR_BODY], ""
+    if isinstance(data, list) and data:
+        data = data[0]  # Gemini without alt=sse wraps errors in an array
+    if not isinstance(data, dict):
+        return raw.strip()[:_MAX_ERROR_BODY], ""
+    error = data.get("error", data)
+    if isinstance(error, str):
+        return error, ""
+    if not isinstance(error, dict):
+        return raw.strip()[:_MAX_ERROR_BODY], ""
+    message = error.get("message") or error.get("Message") or ""
+    code = error.get("code") or error.get("type") or error.get("status") or data.get("__type")
+    return str(message), str(code) if code else ""
+
+
+def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
+    """The history as a wire adapter should send it.
+
+    Assistant replies that ended in ``error`` or ``aborted`` are left out (they may hold half
+    a tool call the API would reject), and so are tool results answering calls of theirs.
+    """
+    dropped: set[str] = set()
+    for message in messages:
+        if isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted"):
+            dropped.update(call.id for call in message.tool_calls)
+            continue
+        if isinstance(message, ToolResultMessage) and message.tool_call_id in dropped:
+            continue
+        yield message
+
+
+async def _race(awaitable: Awaitable[T], cancel: asyncio.Event | None) -> T:
+    """Await ``awaitable``, or give up with ``_CANCELLED`` as soon as ``cancel`` is set."""
+    if cancel is None:
+        return await awaitable
+    task = asyncio.ensure_future(awaitable)
+    if cancel.is_set():
+        task.cancel()
+        return _CANCELLED  # type: ignore[no-any-return]
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+            # Let the read unwind before the caller closes the response it was reading.
+            await asyncio.wait({task})
+    if task.cancelled():
+        return _CANCELLED  # type: ignore[no-any-return]
+    return task.result()
+
+
+class HTTPProvider:
+    """Base of the HTTP wire adapters (see the module docstring).
+
+    Args:
+        model_id: the provider's model name, e.g. ``gpt-4o-mini``.
+        api_key: the key; default: the class's environment variables.
+        base_url: where the API lives (a compatible server, the wire simulator).
+        client: an ``httpx.AsyncClient`` to send through (tests pass one with
+            ``httpx.MockTransport``); it is not closed. Default: a client per call.
+        timeout: seconds (or an ``httpx.Timeout``) applied to every request.
+        max_tokens: the reply's token limit when ``StreamOptions.max_tokens`` is unset.
+        stream: stream the reply (SSE) or ask for one JSON body.
+        headers: extra headers sent with every request.
+    """
+
+    api: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    env_vars: ClassVar[tuple[str, ...]] = ()
+    default_base_url: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout = 60.0,
+        max_tokens: int | None = None,
+        stream: bool = True,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if not model_id:
+            raise ConfigurationError(f"{self.label}: model_id must be a non-empty string")
+        self.model_id = model_id
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self._api_key = resolve_api_key(
+            api_key, self.env_vars, provider=self.label, custom_base_url=base_url is not None
+        )
+        self.client = client
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self.streaming = stream
+        self.headers = dict(headers or {})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model_id={self.model_id!r}, base_url={self.base_url!r})"
+
+    # -- what subclasses implement -------------------------------------------------------
+
+    def endpoint(self) -> str:
+        """The URL to POST to."""
+        raise NotImplementedError
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        """The headers that carry ``api_key``."""
+        raise NotImplementedError
+
+    def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
+        """The JSON body for one call."""
+        raise NotImplementedError
+
+    def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
+        """A fresh parser for one response body."""
+        raise NotImplementedError
+
+    async def prepare(self, request: httpx.Request) -> httpx.Request:
+        """Last look at the request before it is sent (e.g. to sign it). Default: as is."""
+        return request
+
+    def effective_max_tokens(self, options: StreamOptions) -> int | None:
+        return options.max_tokens if options.max_tokens is not None else self.max_tokens
+
+    # -- the request cycle ---------------------------------------------------------------
+
+    async def stream(
+        self, context: Context, options: StreamOptions
+    ) -> AsyncIterator[ProviderEvent]:
+        """Yield ``start``, the reply's block events, then ``done`` or ``error``."""
+        builder = MessageBuilder(api=self.api, model=self.model_id)
+        yield builder.start()
+        try:
+            body = self.request_body(context, options)
+        except (TypeError, ValueError) as exc:
+            yield builder.error(f"{self.label}: could not build the request: {exc}")
+            return
+        try:
+            async for event in self._exchange(body, builder, options.cancel):
+                yield event
+        except httpx.HTTPError as exc:
+            detail = redact(f"{type(exc).__name__}: {exc}", self._api_key)
+            yield builder.error(f"{self.label} request failed: {detail}")
+
+    @asynccontextmanager
+    async def _client(self) -> AsyncIterator[httpx.AsyncClient]:
+        if self.client is not None:
+            yield self.client
+            return
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            yield client
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        if self.streaming:
+            headers["accept"] = "text/event-stream"
+        if self._api_key is not None:
+            headers.update(self.auth_headers(self._api_key))
+        headers.update(self.headers)
+        return headers
+
+    async def _exchange(
+        self, body: dict[str, Any], builder: MessageBuilder, cancel: asyncio.Event | None
+    ) -> AsyncIterator[ProviderEvent]:
+        async with self._client() as client:
+            request = client.build_request(
+                "POST",
+                self.endpoint(),
+                content=json.dumps(body).encode(),
+                headers=self._headers(),
+                timeout=self.timeout,
+            )
+            request = await self.prepare(request)
+            response = await _race(client.send(request, stream=True), cancel)
+            if response is _CANCELLED:
+                yield builder.error(f"{self.label} request aborted", aborted=True)
+                return
+            try:
+                async for event in self._read(response, builder, cancel):
+                    yield event
+            finally:
+                await response.aclose()
+
+    async def _read(
+        self, response: httpx.Response, builder: MessageBuilder, cancel: asyncio.Event | None
+    ) -> AsyncIterator[ProviderEvent]:
+        if not response.is_success:
+            raw = await response.aread()
+            text = http_error_text(self.label, response.status_code, raw, response.headers)
+            yield builder.error(redact(text, self._api_key))
+            return
+        parser = self.parser(builder, response.headers.get("content-type", ""))
+        chunks = response.aiter_bytes()
+        while not parser.finished:
+            chunk = await _race(anext(chunks, _EOF), cancel)
+            if chunk is _CANCELLED:
+                for event in parser.abort(f"{self.label} stream aborted"):
+                    yield event
+                return
+            if chunk is _EOF:
+                break
+            for event in parser.feed(chunk):
+                yield event
+        for event in parser.finish():
+            yield event

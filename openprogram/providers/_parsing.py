@@ -1,0 +1,144 @@
+"""Response bodies to provider events: one code path for streams and whole bodies.
+
+Each wire adapter subclasses :class:`WireParser` and implements :meth:`WireParser.on_sse`
+(one decoded SSE event) and :meth:`WireParser.on_json` (a whole JSON body). The provider
+feeds network chunks as they arrive; :func:`parse_body` feeds a recorded body in one piece.
+Both end in exactly one ``done`` or ``error`` event, built by the adapter's
+:class:`~openprogram.providers.builder.MessageBuilder`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from openprogram.events import ProviderEvent
+from openprogram.providers._sse import SSEDecoder, SSEEvent
+from openprogram.providers.builder import MessageBuilder
+from openprogram.types import AssistantMessage, Usage
+
+__all__ = ["WireParser", "is_event_stream", "parse_body", "to_int"]
+
+
+def is_event_stream(content_type: str) -> bool:
+    """True for an SSE body (``text/event-stream``, with or without parameters)."""
+    return content_type.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+class WireParser:
+    """Turns one response body, chunk by chunk, into provider events.
+
+    Subclasses set ``terminal`` (the name of the stream's last event, for the "ended early"
+    error) and ``label`` (the provider's name in error messages).
+    """
+
+    terminal = "the final event"
+    label = "provider"
+
+    def __init__(self, builder: MessageBuilder, content_type: str) -> None:
+        self.builder = builder
+        self.finished = False
+        """True once the ``done`` or ``error`` event has been produced."""
+        self._sse = SSEDecoder() if is_event_stream(content_type) else None
+        self._json: list[bytes] = []
+        self._out: list[ProviderEvent] = []
+
+    # -- what subclasses implement -------------------------------------------------------
+
+    def on_sse(self, event: SSEEvent) -> None:
+        """Handle one SSE event, calling :meth:`emit`, :meth:`done` or :meth:`fail`."""
+        raise NotImplementedError
+
+    def on_json(self, body: Any) -> None:
+        """Handle a whole (non-streamed) JSON response body."""
+        raise NotImplementedError
+
+    # -- what subclasses call ------------------------------------------------------------
+
+    def emit(self, event: ProviderEvent) -> None:
+        self._out.append(event)
+
+    def done(self, stop_reason: Literal["stop", "length", "toolUse"] | None, usage: Usage) -> None:
+        """Close what is open and finish normally (``None``: toolUse if calls, else stop)."""
+        self._out.extend(self.builder.close_open_blocks())
+        self._out.append(self.builder.done(stop_reason, usage))
+        self.finished = True
+
+    def fail(self, message: str, usage: Usage | None = None) -> None:
+        """Close what is open and finish with ``stop_reason="error"``."""
+        self._out.extend(self.builder.close_open_blocks())
+        self._out.append(self.builder.error(message, usage=usage))
+        self.finished = True
+
+    # -- what the provider calls ---------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> list[ProviderEvent]:
+        """The events completed by ``chunk`` (a whole JSON body waits for :meth:`finish`)."""
+        if self.finished:
+            return []
+        if self._sse is None:
+            self._json.append(chunk)
+            return []
+        self._handle(self._sse.feed(chunk))
+        return self._take()
+
+    def finish(self) -> list[ProviderEvent]:
+        """End of body: the remaining events, always ending in ``done`` or ``error``."""
+        if self._sse is not None:
+            self._handle(self._sse.flush())
+            if not self.finished:
+                self.fail(f"{self.label} stream ended before {self.terminal}")
+        elif not self.finished:
+            self._guarded(self._whole_json)
+            if not self.finished:
+                self.fail(f"{self.label} response body held no reply")
+        return self._take()
+
+    def abort(self, message: str) -> list[ProviderEvent]:
+        """Finish as cancelled (``stop_reason="aborted"``)."""
+        if self.finished:
+            return self._take()
+        self._out.extend(self.builder.close_open_blocks())
+        self._out.append(self.builder.error(message, aborted=True))
+        self.finished = True
+        return self._take()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _whole_json(self) -> None:
+        self.on_json(json.loads(b"".join(self._json)))
+
+    def _handle(self, events: list[SSEEvent]) -> None:
+        for event in events:
+            if self.finished:
+                return
+            self._guarded(self.on_sse, event)
+
+    def _guarded(self, handler: Any, *args: Any) -> None:
+        # A body we cannot make sense of is a failed call, not a crash of the loop.
+        try:
+            handler(*args)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            self.fail(f"{self.label} sent a response that could not be parsed: {exc!r}")
+
+    def _take(self) -> list[ProviderEvent]:
+        out, self._out = self._out, []
+        return out
+
+
+def parse_body(
+    parser: WireParser, body: bytes | str, *, status: int, error_text: str | None
+) -> AssistantMessage:
+    """Run a whole recorded body through ``parser``; ``error_text`` (set when ``status`` is
+    not 2xx) becomes the error instead."""
+    if error_text is not None or not 200 <= status < 300:
+        parser.builder.error(error_text or f"{parser.label} API error (HTTP {status})")
+        return parser.builder.message
+    parser.feed(body.encode() if isinstance(body, str) else body)
+    parser.finish()
+    return parser.builder.message
+
+
+def to_int(value: Any) -> int:
+    """A token count from JSON (missing or null is 0)."""
+    return value if isinstance(value, int) else 0

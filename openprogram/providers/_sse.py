@@ -1,0 +1,119 @@
+"""An incremental Server-Sent Events decoder.
+
+Bytes go in, in whatever chunks the network delivers them; complete events come out. It
+follows the WHATWG event-stream rules: lines end in CRLF, CR or LF (a CR at the end of one
+chunk and an LF at the start of the next are one line ending), a multi-byte UTF-8 character
+may be split across chunks, lines starting with ``:`` are comments, several ``data:`` lines
+join with ``\\n``, and a blank line dispatches the event.
+
+Example::
+
+    >>> decoder = SSEDecoder()
+    >>> decoder.feed(b"event: ping\\r\\ndata: {}\\r")
+    []
+    >>> decoder.feed(b"\\n\\r\\n")
+    [SSEEvent(event='ping', data='{}', id=None, retry=None)]
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+
+__all__ = ["SSEDecoder", "SSEEvent"]
+
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n)")
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched event."""
+
+    event: str
+    """The ``event:`` field, ``"message"`` when the server sent none."""
+    data: str
+    """The ``data:`` lines joined with ``\\n``."""
+    id: str | None = None
+    """The last ``id:`` seen on the stream, if any."""
+    retry: int | None = None
+    """A ``retry:`` reconnection time in milliseconds sent with this event."""
+
+
+class SSEDecoder:
+    """Feed bytes with :meth:`feed`, then call :meth:`flush` once at end of stream."""
+
+    __slots__ = ("_buffer", "_data", "_event", "_id", "_retry", "_skip_lf", "_started", "_utf8")
+
+    def __init__(self) -> None:
+        # "replace" rather than "strict": one bad byte must not lose the whole stream.
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._skip_lf = False
+        self._started = False
+        self._event = ""
+        self._data: list[str] = []
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Decode ``chunk`` and return the events it completed (often none)."""
+        return self._feed_text(self._utf8.decode(chunk))
+
+    def flush(self) -> list[SSEEvent]:
+        """End of stream: decode what is left and dispatch a final event that lacks its
+        trailing blank line (lenient, as some servers omit it)."""
+        events = self._feed_text(self._utf8.decode(b"", final=True))
+        if self._buffer:
+            self._line(self._buffer)
+            self._buffer = ""
+        dispatched = self._dispatch()
+        if dispatched is not None:
+            events.append(dispatched)
+        return events
+
+    def _feed_text(self, text: str) -> list[SSEEvent]:
+        if not self._started and text:
+            self._started = True
+            text = text.removeprefix("\ufeff")
+        if self._skip_lf and text:
+            # The previous chunk ended in CR: an LF right here belongs to that line ending.
+            text = text.removeprefix("\n")
+            self._skip_lf = False
+        buffer = self._buffer + text
+        events: list[SSEEvent] = []
+        end = 0
+        for match in _LINE.finditer(buffer):
+            end = match.end()
+            if match.group(2) == "\r" and end == len(buffer):
+                self._skip_lf = True
+            event = self._line(match.group(1))
+            if event is not None:
+                events.append(event)
+        self._buffer = buffer[end:]
+        return events
+
+    def _line(self, line: str) -> SSEEvent | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None  # a comment (keep-alive)
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+        return None
+
+    def _dispatch(self) -> SSEEvent | None:
+        event_type, data, retry = self._event, self._data, self._retry
+        self._event, self._data, self._retry = "", [], None
+        if not data:
+            return None
+        return SSEEvent(event_type or "message", "\n".join(data), self._id, retry)
