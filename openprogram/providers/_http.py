@@ -212,6 +212,10 @@ class HTTPProvider:
         """A fresh parser for one response body."""
         raise NotImplementedError
 
+    def api_headers(self) -> dict[str, str]:
+        """Headers the API needs on every request, with or without a key (e.g. a version)."""
+        return {}
+
     async def prepare(self, request: httpx.Request) -> httpx.Request:
         """Last look at the request before it is sent (e.g. to sign it). Default: as is."""
         return request
@@ -251,6 +255,7 @@ class HTTPProvider:
         headers = {"content-type": "application/json", "accept": "application/json"}
         if self.streaming:
             headers["accept"] = "text/event-stream"
+        headers.update(self.api_headers())
         if self._api_key is not None:
             headers.update(self.auth_headers(self._api_key))
         headers.update(self.headers)

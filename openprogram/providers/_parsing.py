@@ -53,6 +53,10 @@ class WireParser:
         """Handle a whole (non-streamed) JSON response body."""
         raise NotImplementedError
 
+    def on_end(self) -> None:
+        """The stream ended without its terminal event; a subclass that can still tell how
+        the reply ended may finish here. Default: nothing (the call then fails)."""
+
     # -- what subclasses call ------------------------------------------------------------
 
     def emit(self, event: ProviderEvent) -> None:
@@ -86,6 +90,8 @@ class WireParser:
         """End of body: the remaining events, always ending in ``done`` or ``error``."""
         if self._sse is not None:
             self._handle(self._sse.flush())
+            if not self.finished:
+                self._guarded(self.on_end)
             if not self.finished:
                 self.fail(f"{self.label} stream ended before {self.terminal}")
         elif not self.finished:
