@@ -2,6 +2,8 @@
 
 ``Runtime(model="openai:gpt-4o-mini")`` resolves a provider through this registry;
 ``Runtime(provider=obj)`` takes any object implementing :class:`Provider`.
+:func:`parse_response` and :func:`tool_choice_fields` read and describe each wire API's
+shapes without a network (for cassettes and conformance checks).
 """
 
 from openprogram.providers.base import (
@@ -16,6 +18,7 @@ from openprogram.providers.base import (
     register_provider,
 )
 from openprogram.providers.builder import MessageBuilder, parse_arguments
+from openprogram.providers.wire import parse_response, tool_choice_fields
 
 __all__ = [
     "Context",
@@ -27,6 +30,8 @@ __all__ = [
     "check_tool_choice",
     "get_provider",
     "parse_arguments",
+    "parse_response",
     "provider_names",
     "register_provider",
+    "tool_choice_fields",
 ]
