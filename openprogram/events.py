@@ -314,6 +314,8 @@ class EventStream(Generic[E, R]):
     _queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     _result: asyncio.Future[R] | None = None
     _done: bool = False
+    task: asyncio.Task[None] | None = None
+    """The producing task, when the stream was started by one (kept alive here)."""
 
     def _future(self) -> asyncio.Future[R]:
         if self._result is None:

@@ -27,11 +27,22 @@ from openprogram.providers.builder import MessageBuilder
 from openprogram.tools import ToolSpec
 from openprogram.types import AnyMessage, Usage
 
-__all__ = ["ScriptExhaustedError", "ScriptedModel", "ScriptedRequest", "Turn", "TurnToolCall"]
+__all__ = [
+    "ScriptExhaustedError",
+    "ScriptedFault",
+    "ScriptedModel",
+    "ScriptedRequest",
+    "Turn",
+    "TurnToolCall",
+]
 
 
 class ScriptExhaustedError(AssertionError):
     """The loop asked the model for more turns than the script has."""
+
+
+class ScriptedFault(RuntimeError):
+    """Raised by a turn with ``fault: raise``: a provider that crashes mid-stream."""
 
 
 @dataclass(slots=True)
@@ -54,6 +65,10 @@ class Turn:
     error: str | None = None
     """The provider's error text for an ``error``/``aborted`` stop."""
     usage: Usage | None = None
+    fault: Literal["truncate", "raise", "hang"] | None = None
+    """Misbehave after streaming the body: ``truncate`` ends the stream without a final
+    event, ``raise`` raises ``ScriptedFault`` (with ``error`` as its text), ``hang`` waits
+    until the run is aborted."""
 
     @classmethod
     def coerce(cls, value: Turn | Mapping[str, Any] | str) -> Turn:
@@ -65,11 +80,11 @@ class Turn:
             return cls(text=value)
         if not isinstance(value, Mapping):
             raise TypeError(f"a scripted turn must be a Turn, a str or a dict, got {value!r}")
-        unknown = set(value) - {"text", "thinking", "tool_calls", "stop_reason", "error", "usage"}
+        unknown = set(value) - set(_TURN_KEYS)
         if unknown:
             raise ValueError(
                 f"unknown key(s) {sorted(unknown)} in scripted turn {dict(value)!r}; allowed: "
-                "text, thinking, tool_calls, stop_reason, error, usage"
+                f"{', '.join(_TURN_KEYS)}"
             )
         usage = value.get("usage")
         return cls(
@@ -79,7 +94,11 @@ class Turn:
             stop_reason=value.get("stop_reason"),
             error=value.get("error"),
             usage=Usage(**usage) if isinstance(usage, Mapping) else usage,
+            fault=value.get("fault"),
         )
+
+
+_TURN_KEYS = ("text", "thinking", "tool_calls", "stop_reason", "error", "usage", "fault")
 
 
 def _coerce_call(value: Any) -> TurnToolCall:
@@ -198,6 +217,13 @@ class ScriptedModel:
                 yield b.error("Request was aborted", aborted=True)
                 return
             yield event
+        if turn.fault is not None:
+            if turn.fault == "raise":
+                raise ScriptedFault(turn.error or "scripted provider crashed")
+            if turn.fault == "hang" and cancel is not None:
+                await cancel.wait()
+                yield b.error("Request was aborted", aborted=True)
+            return
         if turn.stop_reason in ("error", "aborted"):
             yield b.error(
                 turn.error or f"scripted {turn.stop_reason}",

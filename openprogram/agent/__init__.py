@@ -10,6 +10,7 @@ from openprogram.agent.agent_loop import (
     LoopResult,
     effective_cap,
     run_agent_loop,
+    stream_agent_loop,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "LoopResult",
     "effective_cap",
     "run_agent_loop",
+    "stream_agent_loop",
 ]

@@ -26,6 +26,7 @@ from openprogram.events import (
     AgentEvent,
     AgentStart,
     EndReason,
+    EventStream,
     MessageEnd,
     MessageStart,
     MessageUpdate,
@@ -58,6 +59,7 @@ __all__ = [
     "MessageSource",
     "effective_cap",
     "run_agent_loop",
+    "stream_agent_loop",
 ]
 
 log = logging.getLogger("openprogram")
@@ -244,6 +246,34 @@ async def run_agent_loop(
         final = _close_after_failure(run, "error", f"{type(exc).__name__}: {exc}")
         return _end(run, "error", final=final)
     return result
+
+
+def stream_agent_loop(
+    prompts: list[AnyMessage],
+    context: AgentContext,
+    config: LoopConfig,
+    cancel: asyncio.Event | None = None,
+) -> EventStream[AgentEvent, LoopResult]:
+    """Run the loop in a task and return its events as an async stream whose
+    ``result()`` is the :class:`LoopResult`::
+
+        stream = stream_agent_loop([UserMessage.of("hi")], AgentContext(), config)
+        async for event in stream:
+            ...
+        result = await stream.result()
+    """
+    stream: EventStream[AgentEvent, LoopResult] = EventStream()
+
+    async def produce() -> None:
+        try:
+            stream.end(await run_agent_loop(prompts, context, config, [stream.push], cancel))
+        except BaseException as exc:
+            stream.fail(exc)
+            if not isinstance(exc, Exception):
+                raise
+
+    stream.task = asyncio.get_running_loop().create_task(produce())
+    return stream
 
 
 def _end(

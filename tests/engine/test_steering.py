@@ -1,0 +1,204 @@
+"""Steering and follow-up messages: where they enter, what they skip, what they keep alive."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from _support import compact, make_runtime, tool
+
+from openprogram import Agent
+from openprogram.agent import SKIPPED_TEXT
+from openprogram_sim.scripted import ScriptedModel
+from openprogram_sim.trace import TraceRecorder
+
+SEARCH_LOG: list[str] = []
+
+
+def search(q: str) -> str:
+    SEARCH_LOG.append(q)
+    return f"results for {q}"
+
+
+SEARCH = tool("search", search, {"q": {"type": "string"}}, ["q"])
+
+
+def steer_after_tool(runtime: Any, n: int, text: str) -> None:
+    """Queue a steering message once the n-th tool call of the run has finished."""
+    seen = {"ends": 0}
+
+    def listener(event: Any) -> None:
+        if event.type == "tool_execution_end" and event.depth == 0:
+            seen["ends"] += 1
+            if seen["ends"] == n:
+                runtime.steer(text)
+
+    runtime.subscribe(listener)
+
+
+def test_steering_skips_every_remaining_call() -> None:
+    """Seed: "If get_steering_messages returns user-queued messages mid-way, the remaining
+    unexecuted ToolCalls are marked by _skip_tool_call as 'Skipped due to queued user
+    message' and the user messages take priority"."""
+    SEARCH_LOG.clear()
+    runtime, model, rec = make_runtime(
+        [
+            {"tool_calls": [{"search": {"q": q}} for q in "abc"]},
+            {"text": "Switching to the new request."},
+        ]
+    )
+    steer_after_tool(runtime, 1, "Stop, do X instead.")
+    assert runtime.exec("Find three things.", tools=[SEARCH]) == "Switching to the new request."
+    assert SEARCH_LOG == ["a"]
+    assert compact(rec.trace, rounds=True) == [
+        "agent_start@0",
+        "turn_start@1",
+        "message_start:user@1",
+        "message_end:user@1",
+        "message_start:assistant@1",
+        "message_end:assistant[search,search,search]/toolUse@1",
+        "tool_start:search@1",
+        "tool_end:search:ok@1",
+        "message_start:toolResult@1",
+        "message_end:toolResult@1",
+        "tool_start:search@1",
+        "tool_end:search:error@1",
+        "message_start:toolResult@1",
+        "message_end:toolResult@1",
+        "tool_start:search@1",
+        "tool_end:search:error@1",
+        "message_start:toolResult@1",
+        "message_end:toolResult@1",
+        "turn_end@1",
+        "turn_start@2",
+        "message_start:user@2",
+        "message_end:user@2",
+        "message_start:assistant@2",
+        "message_end:assistant[]/stop@2",
+        "turn_end@2",
+        "agent_end:stop@2",
+    ]
+    skipped = [e for e in rec.trace if e["type"] == "tool_execution_end" and e["is_error"]]
+    assert [e["result"] for e in skipped] == [SKIPPED_TEXT, SKIPPED_TEXT]
+    assert SKIPPED_TEXT == "Skipped due to queued user message."
+    sent = model.requests[1].messages
+    assert [m.role for m in sent] == ["user", "assistant", "toolResult", "toolResult", "toolResult", "user"]
+    assert sent[-1].text == "Stop, do X instead."
+
+
+def test_steering_after_the_last_call_skips_nothing_and_enters_next_round() -> None:
+    SEARCH_LOG.clear()
+    runtime, model, rec = make_runtime([{"tool_calls": [{"search": {"q": "a"}}]}, "ok"])
+    steer_after_tool(runtime, 1, "also b")
+    runtime.exec("go", tools=[SEARCH])
+    assert not any(e.get("is_error") for e in rec.trace if e["type"] == "tool_execution_end")
+    assert model.requests[1].messages[-1].text == "also b"
+
+
+def test_pending_steering_keeps_the_loop_alive_after_a_text_reply() -> None:
+    """Seed: "the inner while also runs on pending_messages, so queued user (steering)
+    messages keep the loop alive even after a pure-text reply"."""
+    runtime, model, rec = make_runtime(["first answer", "second answer"])
+
+    def listener(event: Any) -> None:
+        if event.type == "message_end" and event.message.role == "assistant" and event.round == 1:
+            runtime.steer("one more thing")
+
+    runtime.subscribe(listener)
+    assert runtime.exec("go", tools=[SEARCH]) == "second answer"
+    assert compact(rec.trace, rounds=True) == [
+        "agent_start@0",
+        "turn_start@1",
+        "message_start:user@1",
+        "message_end:user@1",
+        "message_start:assistant@1",
+        "message_end:assistant[]/stop@1",
+        "turn_end@1",
+        "turn_start@2",
+        "message_start:user@2",
+        "message_end:user@2",
+        "message_start:assistant@2",
+        "message_end:assistant[]/stop@2",
+        "turn_end@2",
+        "agent_end:stop@2",
+    ]
+    assert model.requests[1].messages[-1].text == "one more thing"
+
+
+def test_steering_queued_before_the_run_enters_turn_one_after_the_prompt() -> None:
+    runtime, model, rec = make_runtime(["ok"])
+    runtime.steer("early note")
+    runtime.exec("go", tools=[])
+    assert [m.text for m in model.requests[0].messages] == ["go", "early note"]
+    assert compact(rec.trace)[:6] == [
+        "agent_start",
+        "turn_start",
+        "message_start:user",
+        "message_end:user",
+        "message_start:user",
+        "message_end:user",
+    ]
+
+
+def test_follow_ups_start_another_pass_after_the_inner_loop_ends() -> None:
+    """Seed: "After the inner loop exits, get_follow_up_messages may supply follow-up
+    messages which become pending_messages for another round"."""
+    runtime, model, rec = make_runtime(
+        ["Here is X.", {"tool_calls": [{"search": {"q": "y"}}]}, "Here is Y."]
+    )
+    runtime.follow_up("Also check Y.")
+    assert runtime.exec("Find X.", tools=[SEARCH]) == "Here is Y."
+    assert compact(rec.trace, rounds=True) == [
+        "agent_start@0",
+        "turn_start@1",
+        "message_start:user@1",
+        "message_end:user@1",
+        "message_start:assistant@1",
+        "message_end:assistant[]/stop@1",
+        "turn_end@1",
+        "turn_start@2",
+        "message_start:user@2",
+        "message_end:user@2",
+        "message_start:assistant@2",
+        "message_end:assistant[search]/toolUse@2",
+        "tool_start:search@2",
+        "tool_end:search:ok@2",
+        "message_start:toolResult@2",
+        "message_end:toolResult@2",
+        "turn_end@2",
+        "turn_start@3",
+        "message_start:assistant@3",
+        "message_end:assistant[]/stop@3",
+        "turn_end@3",
+        "agent_end:stop@3",
+    ]
+    assert model.requests[1].messages[-1].text == "Also check Y."
+
+
+def test_cap_counts_follow_up_rounds_and_keeps_what_was_not_delivered() -> None:
+    """The cap is per run (follow-up passes included); messages still queued when it is
+    reached are not lost: they stay queued for the next exec."""
+    runtime, model, rec = make_runtime(["one", "two", "three"])
+    runtime.follow_up("f1")
+    runtime.follow_up("f2")
+    runtime.exec("go", tools=[], max_iterations=1)
+    assert model.calls == 1
+    assert rec.trace[-1]["reason"] == "cap"
+    runtime.exec("again", tools=[], max_iterations=3)
+    assert [m.text for m in model.requests[1].messages] == ["again"]
+    assert [m.text for m in model.requests[2].messages] == ["again", "two", "f1", "f2"]
+
+
+def test_agent_steering_at_cap_stays_queued() -> None:
+    model = ScriptedModel([{"tool_calls": [{"search": {"q": "a"}}]}])
+    agent = Agent(model, tools=[SEARCH], max_iterations=1)
+
+    def listener(event: Any) -> None:
+        if event.type == "tool_execution_end":
+            agent.steer("late")
+
+    agent.subscribe(listener)
+    result = asyncio.run(agent.prompt("go"))
+    assert result.reason == "cap"
+    assert [m.text for m in agent.queued_steering] == ["late"]
+    assert model.calls == 1
