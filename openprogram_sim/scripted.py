@@ -51,6 +51,12 @@ class TurnToolCall:
     arguments: Any = field(default_factory=dict)
     """A dict (sent as JSON) or a string (sent verbatim, e.g. to test malformed JSON)."""
     id: str | None = None
+    json_text: str = field(init=False, repr=False, compare=False)
+    """The arguments as the JSON text streamed (computed once)."""
+
+    def __post_init__(self) -> None:
+        raw = self.arguments
+        self.json_text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
 
 
 @dataclass(slots=True)
@@ -248,9 +254,7 @@ class ScriptedModel:
             yield b.text_end()
         for call in turn.tool_calls:
             yield b.toolcall_start(call.id or self._call_id(), call.name)
-            raw = call.arguments
-            text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
-            for piece in _chunks(text, size):
+            for piece in _chunks(call.json_text, size):
                 yield b.toolcall_delta(piece)
             yield b.toolcall_end()
 

@@ -34,12 +34,17 @@ def compact(trace: list[dict[str, Any]], *, rounds: bool = False, depth: bool = 
     return out
 
 
-def tool(name: str, fn: Any, properties: dict[str, Any] | None = None, required: list[str] | None = None) -> dict[str, Any]:
+def tool(
+    name: str, fn: Any, properties: dict[str, Any] | None = None, required: list[str] | None = None
+) -> dict[str, Any]:
     """A ``{"spec", "execute"}`` tool entry."""
     params: dict[str, Any] = {"type": "object", "properties": properties or {}}
     if required:
         params["required"] = required
-    return {"spec": {"name": name, "description": f"{name} tool", "parameters": params}, "execute": fn}
+    return {
+        "spec": {"name": name, "description": f"{name} tool", "parameters": params},
+        "execute": fn,
+    }
 
 
 def make_runtime(turns: list[Any], **kwargs: Any) -> tuple[Runtime, ScriptedModel, TraceRecorder]:

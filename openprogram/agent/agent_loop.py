@@ -207,6 +207,8 @@ async def _poll(source: MessageSource | None) -> list[UserMessage]:
     if source is None:
         return []
     got = source()
+    if type(got) is list:  # the common, synchronous case: no awaitable check
+        return got
     if inspect.isawaitable(got):
         got = await got
     return list(got)
@@ -393,11 +395,13 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                 if listeners:
                     run.emit(MessageStart(partial, run.depth, run.round))
             elif event.type == "done":
+                # Keep iterating (no break): the provider's generator then finishes on its
+                # own, instead of being finalized later through the event loop.
                 final = event.message
-                break
             elif event.type == "error":
                 final = event.error
-                break
+            elif final is not None:
+                continue  # nothing counts after the final event
             elif listeners and partial is not None:
                 run.emit(MessageUpdate(partial, event, run.depth, run.round))
     except Exception as exc:
@@ -495,7 +499,7 @@ async def _invoke(run: _Run, call: ToolCall) -> ToolResult:
     on_update = _updater(run, call) if run.listeners else None
     try:
         value: Any = tool.run(call.id, args, run.cancel, on_update)
-        if tool.is_async or inspect.isawaitable(value):
+        if tool.is_async or hasattr(value, "__await__"):
             value = await value
     except Exception as exc:
         return ToolResult.text(str(exc) or type(exc).__name__, is_error=True)

@@ -18,6 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from openprogram.errors import ToolDefinitionError
+from openprogram.tools._context import current_runtime
+from openprogram.tools._gating import ToolGates
 from openprogram.tools._validation import ArgumentValidator, compile_validator
 from openprogram.types import ImageContent, TextContent, ToolResultContent
 
@@ -72,10 +75,12 @@ class ToolResult:
 def normalize_result(value: Any) -> ToolResult:
     """A tool's return value as a :class:`ToolResult`: a string is the text, ``None`` is
     empty, other values are JSON-encoded (``str()`` when JSON cannot encode them)."""
-    if isinstance(value, ToolResult):
-        return value
     if isinstance(value, str):
         return ToolResult([TextContent(value)])
+    if isinstance(value, ToolResult):
+        return value
+    if type(value) is int or type(value) is float or type(value) is bool:
+        return ToolResult([TextContent(json.dumps(value))])
     if value is None:
         return ToolResult([TextContent("")])
     if isinstance(value, (TextContent, ImageContent)):
@@ -97,7 +102,16 @@ class Tool:
     of it when ``is_async``); the loop normalizes it.
     """
 
-    __slots__ = ("__weakref__", "is_async", "name", "run", "source", "spec", "validator")
+    __slots__ = (
+        "__weakref__",
+        "gates",
+        "is_async",
+        "name",
+        "run",
+        "source",
+        "spec",
+        "validator",
+    )
 
     def __init__(
         self,
@@ -106,20 +120,26 @@ class Tool:
         *,
         is_async: bool,
         source: Any = None,
+        gates: ToolGates | None = None,
     ) -> None:
         self.spec = spec
         self.name = spec.name
         self.run = run
         self.is_async = is_async
-        self.validator: ArgumentValidator = compile_validator(spec.parameters)
+        try:
+            self.validator: ArgumentValidator = compile_validator(spec.parameters)
+        except ValueError as exc:
+            raise ToolDefinitionError(f"tool {spec.name!r}: {exc}") from exc
         self.source = source
         """The user's entry this tool was adapted from."""
+        self.gates = gates if gates is not None else ToolGates()
+        """Gating flags (expose, toolsets, defer, ...); see :mod:`openprogram.tools`."""
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
 
-_INJECTABLE = {"tool_call_id", "cancel", "signal", "on_update"}
+_INJECTABLE = {"tool_call_id", "cancel", "signal", "on_update", "runtime"}
 
 
 @dataclass(slots=True)
@@ -179,6 +199,8 @@ def _runner(execute: Callable[..., Any]) -> tuple[RunFn, bool]:
             extra["signal"] = cancel
         if "on_update" in inject:
             extra["on_update"] = on_update
+        if "runtime" in inject:
+            extra["runtime"] = current_runtime()
         return execute(**args, **extra)
 
     return run_injected, shape.is_async
@@ -202,7 +224,7 @@ def as_tool(entry: Any) -> Tool:
         if "spec" in entry and "execute" in entry and callable(entry["execute"]):
             spec = ToolSpec.coerce(entry["spec"], entry=entry)
             run, is_async = _runner(entry["execute"])
-            return Tool(spec, run, is_async=is_async, source=entry)
+            return Tool(spec, run, is_async=is_async, source=entry, gates=_dict_gates(entry))
         raise TypeError(
             f"tool entry {_short(entry)} is a dict without both 'spec' and a callable "
             f"'execute'; a tool entry must be {_ACCEPTED}"
@@ -227,3 +249,28 @@ def as_tool(entry: Any) -> Tool:
 def _short(entry: Any) -> str:
     text = repr(entry)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+_GATE_KEYS = ("expose", "toolsets", "unsafe_in", "check", "requires_env", "defer")
+
+
+def _dict_gates(entry: Mapping[str, Any]) -> ToolGates | None:
+    """Gating flags given as keys of a tool dict (``{"spec":..., "execute":..., "defer":
+    True}``); ``toolset`` is accepted as a one-name ``toolsets``."""
+    given = {k: entry[k] for k in _GATE_KEYS if k in entry}
+    if "toolset" in entry:
+        given["toolsets"] = [entry["toolset"]]
+    if not given:
+        return None
+    for key in ("toolsets", "unsafe_in", "requires_env"):
+        value = given.get(key)
+        if isinstance(value, str):
+            given[key] = [value]
+    return ToolGates(
+        expose=bool(given.get("expose", True)),
+        toolsets=frozenset(given.get("toolsets", ())),
+        unsafe_in=frozenset(given.get("unsafe_in", ())),
+        check=given.get("check"),
+        requires_env=tuple(given.get("requires_env", ())),
+        defer=bool(given.get("defer", False)),
+    )

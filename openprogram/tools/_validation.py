@@ -18,10 +18,12 @@ from typing import Any
 import fastjsonschema
 import jsonschema
 
+from openprogram.errors import OpenProgramError
+
 __all__ = ["ArgumentsError", "ArgumentValidator", "compile_validator", "validate_tool_arguments"]
 
 
-class ArgumentsError(ValueError):
+class ArgumentsError(OpenProgramError, ValueError):
     """The model's arguments do not fit the tool's schema; ``str(e)`` is the text the
     model sees."""
 
@@ -30,19 +32,52 @@ _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
 
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (dict, "object"),
+    (list, "array"),
+    (type(None), "null"),
+)
+
+
+def _json_type(value: Any) -> str:
+    for py, name in _JSON_TYPES:
+        if isinstance(value, py):
+            return name
+    return "unknown"
+
+
 def _types(schema: dict[str, Any]) -> list[str]:
     t = schema.get("type")
     if isinstance(t, str):
         return [t]
     if isinstance(t, list):
         return [x for x in t if isinstance(x, str)]
+    enum = schema.get("enum")
+    if isinstance(enum, list):  # an untyped enum: its values say what is wanted
+        return list(dict.fromkeys(_json_type(v) for v in enum))
     return []
+
+
+def _accepts_type(schema: dict[str, Any], value: Any) -> bool:
+    types = _types(schema)
+    kind = _json_type(value)
+    return kind in types or (kind == "integer" and "number" in types)
 
 
 def _coerce(value: Any, schema: Any) -> Any:
     """Coerce ``value`` toward ``schema`` where a model plausibly meant it; never fails."""
     if not isinstance(schema, dict):
         return value
+    variants = [v for k in ("anyOf", "oneOf") for v in schema.get(k, ()) if isinstance(v, dict)]
+    if variants:
+        return _coerce_variants(value, variants)
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        return _coerce(value, all_of[0])
     if isinstance(value, dict):
         props = schema.get("properties")
         if isinstance(props, dict):
@@ -59,11 +94,28 @@ def _coerce(value: Any, schema: Any) -> Any:
     return _from_scalar(value, types)
 
 
+def _coerce_variants(value: Any, variants: list[dict[str, Any]]) -> Any:
+    """``anyOf``/``oneOf`` (e.g. ``int | None``): a variant that takes the value's JSON
+    type as is wins; otherwise the first variant the value coerces toward."""
+    for variant in variants:
+        if _accepts_type(variant, value):
+            return _coerce(value, variant)
+    for variant in variants:
+        out = _coerce(value, variant)
+        if out is not value:
+            return out
+    return value
+
+
 def _from_string(value: str, types: list[str], schema: dict[str, Any]) -> Any:
     s = value.strip()
     if "integer" in types:
         with contextlib.suppress(ValueError):
             return int(s)
+        with contextlib.suppress(ValueError, OverflowError):
+            num = float(s)
+            if num.is_integer():  # "3.0" where an integer is wanted
+                return int(num)
     if "number" in types:
         with contextlib.suppress(ValueError):
             num = float(s)
@@ -148,14 +200,24 @@ def _dump(value: Any) -> str:
 
 
 _CACHE: dict[str, ArgumentValidator] = {}
+_BY_ID: dict[int, tuple[dict[str, Any], ArgumentValidator]] = {}
 
 
 def compile_validator(schema: dict[str, Any]) -> ArgumentValidator:
-    """The cached validator for ``schema`` (compiled on first use)."""
+    """The cached validator for ``schema`` (compiled on first use).
+
+    Looked up first by the schema object's identity (the same dict passed again costs a
+    dict lookup), then by its canonical JSON (an equal schema shares the validator)."""
+    hit = _BY_ID.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
     key = json.dumps(schema, sort_keys=True, default=str)
     found = _CACHE.get(key)
     if found is None:
         found = _CACHE[key] = ArgumentValidator(schema)
+    if len(_BY_ID) > 4096:  # bound the identity cache; the JSON cache still hits
+        _BY_ID.clear()
+    _BY_ID[id(schema)] = (schema, found)  # holding `schema` keeps its id from being reused
     return found
 
 

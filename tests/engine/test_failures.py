@@ -85,7 +85,10 @@ def test_a_steering_callback_that_raises_ends_the_run_with_error() -> None:
     result = asyncio.run(run_agent_loop([UserMessage.of("go")], context, config, [rec]))
     assert result.reason == "error"
     assert isinstance(result.error, RuntimeError)
-    assert result.final is not None and result.final.error_message == "RuntimeError: queue backend down"
+    assert (
+        result.final is not None
+        and result.final.error_message == "RuntimeError: queue backend down"
+    )
     assert compact(rec.trace)[-5:] == [
         "tool_end:noop:ok",
         "message_start:toolResult",
@@ -209,7 +212,9 @@ def test_abort_while_a_tool_awaits_cancels_it_and_balances_events() -> None:
     result = asyncio.run(main())
     assert result.reason == "aborted"
     ends = [e for e in rec.trace if e["type"] == "tool_execution_end"]
-    assert [(e["tool_name"], e["result"], e["is_error"]) for e in ends] == [("wait", "Cancelled", True)]
+    assert [(e["tool_name"], e["result"], e["is_error"]) for e in ends] == [
+        ("wait", "Cancelled", True)
+    ]
     assert not agent.state.pending_tool_calls
     assert_balanced(rec.trace)
 

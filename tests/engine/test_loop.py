@@ -8,7 +8,6 @@ import pytest
 from _support import compact, make_runtime, tool
 
 from openprogram import ModelError, RunAbortedError
-from openprogram.agent import SKIPPED_TEXT
 
 ADD = tool(
     "add",
@@ -87,12 +86,16 @@ def test_parallel_picks_execute_sequentially_in_order() -> None:
     )
     runtime.exec("go", tools=[echo_tool(log)])
     assert log == ["a", "b", "c"]
-    assert compact(rec.trace)[6:18] == [
-        "tool_start:echo",
-        "tool_end:echo:ok",
-        "message_start:toolResult",
-        "message_end:toolResult",
-    ] * 3
+    assert (
+        compact(rec.trace)[6:18]
+        == [
+            "tool_start:echo",
+            "tool_end:echo:ok",
+            "message_start:toolResult",
+            "message_end:toolResult",
+        ]
+        * 3
+    )
     results = [m for m in model.requests[1].messages if m.role == "toolResult"]
     calls = model.requests[1].messages[1].tool_calls
     assert [r.tool_call_id for r in results] == [c.id for c in calls]
@@ -233,7 +236,9 @@ def test_length_stop_with_tool_calls_still_runs_them() -> None:
 LOOPING = [{"tool_calls": [{"add": {"a": 1, "b": 1}}]}] * 60
 
 
-@pytest.mark.parametrize(("asked", "rounds"), [(3, 3), (1, 1), (0, 1), (-5, 1), (100, 50), (None, 50)])
+@pytest.mark.parametrize(
+    ("asked", "rounds"), [(3, 3), (1, 1), (0, 1), (-5, 1), (100, 50), (None, 50)]
+)
 def test_cap_is_max_1_min_50_max_iterations(asked: int | None, rounds: int) -> None:
     """Seed: "the effective cap is min(50, max_iterations), floored at 1"; hitting it is a
     normal finish that returns what exists."""
@@ -282,7 +287,11 @@ def test_tool_updates_become_update_events() -> None:
     runtime.exec("go", tools=[tool("slow", slow)])
     updates = [e for e in rec.trace if e["type"] == "tool_execution_update"]
     assert [u["partial_result"] for u in updates] == ["25%", "100%"]
-    assert compact(rec.trace)[6:9] == ["tool_start:slow", "tool_execution_update", "tool_execution_update"]
+    assert compact(rec.trace)[6:9] == [
+        "tool_start:slow",
+        "tool_execution_update",
+        "tool_execution_update",
+    ]
 
 
 def test_async_tools_and_rich_return_values() -> None:

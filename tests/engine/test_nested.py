@@ -121,9 +121,16 @@ def test_async_tool_body_can_await_aexec_on_the_same_loop() -> None:
         ]
     )
     box["rt"] = runtime
-    assert runtime.exec("go", tools=[tool("research", research, {"topic": {"type": "string"}})]) == "outer"
+    assert (
+        runtime.exec("go", tools=[tool("research", research, {"topic": {"type": "string"}})])
+        == "outer"
+    )
     assert depths == [0]
-    assert [(r.depth, r.tools) for r in model.requests] == [(0, ["research"]), (1, ["leaf"]), (0, ["research"])]
+    assert [(r.depth, r.tools) for r in model.requests] == [
+        (0, ["research"]),
+        (1, ["leaf"]),
+        (0, ["research"]),
+    ]
     assert [e["depth"] for e in rec.trace if e["type"] == "agent_end"] == [1, 0]
 
 

@@ -10,7 +10,6 @@ from _support import compact, make_runtime, tool
 from openprogram import Agent
 from openprogram.agent import SKIPPED_TEXT
 from openprogram_sim.scripted import ScriptedModel
-from openprogram_sim.trace import TraceRecorder
 
 SEARCH_LOG: list[str] = []
 
@@ -82,7 +81,14 @@ def test_steering_skips_every_remaining_call() -> None:
     assert [e["result"] for e in skipped] == [SKIPPED_TEXT, SKIPPED_TEXT]
     assert SKIPPED_TEXT == "Skipped due to queued user message."
     sent = model.requests[1].messages
-    assert [m.role for m in sent] == ["user", "assistant", "toolResult", "toolResult", "toolResult", "user"]
+    assert [m.role for m in sent] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "toolResult",
+        "user",
+    ]
     assert sent[-1].text == "Stop, do X instead."
 
 
