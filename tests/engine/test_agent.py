@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from _support import compact, make_runtime, tool
 
-from openprogram import UNSET, Agent, Runtime, ToolRegistry
+from openprogram import UNSET, Agent, Runtime
 from openprogram.agent import AgentContext, LoopConfig, run_agent_loop
 from openprogram.types import ImageContent, TextContent, UserMessage
 from openprogram_sim.scripted import ScriptedModel
@@ -142,7 +142,4 @@ def test_errors_in_the_worker_thread_reach_the_caller() -> None:
 def test_runtime_misuse_is_reported() -> None:
     with pytest.raises(TypeError, match="only apply with model="):
         Runtime(provider=ScriptedModel([]), api_key="x")
-    runtime = Runtime(provider=ScriptedModel([]), registry=ToolRegistry())
-    with pytest.raises(NotImplementedError, match="choices"):
-        runtime.exec("pick", choices=["a", "b"])
     assert repr(UNSET) == "UNSET" and not UNSET
