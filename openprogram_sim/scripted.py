@@ -26,6 +26,7 @@ from openprogram.providers.base import Context, StreamOptions, ToolChoice
 from openprogram.providers.builder import MessageBuilder
 from openprogram.tools import ToolSpec
 from openprogram.types import AnyMessage, Usage
+from openprogram_sim.clock import VirtualClock
 
 __all__ = [
     "ScriptExhaustedError",
@@ -71,6 +72,8 @@ class Turn:
     error: str | None = None
     """The provider's error text for an ``error``/``aborted`` stop."""
     usage: Usage | None = None
+    latency: float = 0.0
+    """Seconds the reply takes, on the model's virtual clock (no real waiting)."""
     fault: Literal["truncate", "raise", "hang"] | None = None
     """Misbehave after streaming the body: ``truncate`` ends the stream without a final
     event, ``raise`` raises ``ScriptedFault`` (with ``error`` as its text), ``hang`` waits
@@ -101,10 +104,20 @@ class Turn:
             error=value.get("error"),
             usage=Usage(**usage) if isinstance(usage, Mapping) else usage,
             fault=value.get("fault"),
+            latency=float(value.get("latency", 0.0)),
         )
 
 
-_TURN_KEYS = ("text", "thinking", "tool_calls", "stop_reason", "error", "usage", "fault")
+_TURN_KEYS = (
+    "text",
+    "thinking",
+    "tool_calls",
+    "stop_reason",
+    "error",
+    "usage",
+    "fault",
+    "latency",
+)
 
 
 def _coerce_call(value: Any) -> TurnToolCall:
@@ -157,11 +170,13 @@ class ScriptedModel:
         *,
         chunk_size: int = 24,
         model: str = "scripted",
+        clock: VirtualClock | None = None,
     ) -> None:
         self.turns: list[Turn] = [Turn.coerce(t) for t in turns]
         self.chunk_size = chunk_size
         self.model = model
         self.requests: list[ScriptedRequest] = []
+        self.clock = clock if clock is not None else VirtualClock()
         self._next_id = 0
 
     @property
@@ -217,6 +232,8 @@ class ScriptedModel:
         turn = self._turn_for(request)
         b = MessageBuilder(api=self.api, model=self.model)
         cancel = options.cancel
+        if turn.latency:
+            await self.clock.sleep(turn.latency)
         yield b.start()
         for event in self._body(b, turn):
             if cancel is not None and cancel.is_set():
@@ -237,7 +254,7 @@ class ScriptedModel:
                 usage=turn.usage,
             )
             return
-        reason = None if turn.stop_reason is None else turn.stop_reason
+        reason = turn.stop_reason if turn.stop_reason in ("stop", "length", "toolUse") else None
         yield b.done(reason, usage=turn.usage or Usage())
 
     def _body(self, b: MessageBuilder, turn: Turn) -> Iterable[ProviderEvent]:

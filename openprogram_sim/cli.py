@@ -1,0 +1,219 @@
+"""``openprogram-sim``: run scenario files, export their schema.
+
+    openprogram-sim run [PATHS...] [--json] [-k TEXT]
+    openprogram-sim schema [-o FILE]
+
+``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
+each failure and a summary; a progress bar is drawn on stderr for long runs in a terminal.
+The exit status is 0 only when every scenario passed (1: a scenario failed, 2: a file
+could not be loaded or the command was misused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from openprogram_sim.check import Verdict, check_outcome
+from openprogram_sim.errors import ScenarioError
+from openprogram_sim.runner import run_scenario
+from openprogram_sim.scenario import discover, json_schema, load_scenario
+
+__all__ = ["ScenarioResult", "main", "run_paths"]
+
+PROGRESS_THRESHOLD = 20
+
+
+@dataclass(slots=True)
+class ScenarioResult:
+    """One file's result: a verdict, or the load error that prevented a run."""
+
+    path: Path
+    verdict: Verdict | None = None
+    load_error: ScenarioError | None = None
+
+    @property
+    def status(self) -> str:
+        if self.load_error is not None:
+            return "error"
+        assert self.verdict is not None
+        return "passed" if self.verdict.passed else "failed"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": str(self.path), "status": self.status}
+        if self.load_error is not None:
+            data["errors"] = [str(i) for i in self.load_error.issues]
+            return data
+        assert self.verdict is not None
+        outcome = self.verdict.outcome
+        data.update(
+            title=outcome.scenario.scenario,
+            tags=outcome.scenario.tags,
+            rounds=outcome.rounds,
+            model_calls=outcome.model_calls,
+            duration_s=round(outcome.duration, 6),
+            result=outcome.result if _jsonable(outcome.result) else repr(outcome.result),
+            error=outcome.error_text,
+            failures=[{"title": f.title, "detail": f.detail} for f in self.verdict.failures],
+            trace=outcome.trace,
+        )
+        return data
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class _Progress:
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total = total
+        self.stream = stream
+        self.on = total >= PROGRESS_THRESHOLD and stream.isatty()
+
+    def update(self, done: int) -> None:
+        if self.on:
+            width = 30
+            filled = width * done // self.total
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total}")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.on:
+            self.stream.write("\r" + " " * 50 + "\r")
+            self.stream.flush()
+
+
+def run_paths(paths: Sequence[str | Path], *, keyword: str | None = None) -> list[ScenarioResult]:
+    """Load and run every scenario under ``paths`` (optionally only titles/paths containing
+    ``keyword``)."""
+    files = discover(list(paths))
+    results: list[ScenarioResult] = []
+    progress = _Progress(len(files), sys.stderr)
+    for i, file in enumerate(files):
+        try:
+            scenario = load_scenario(file)
+        except ScenarioError as exc:
+            results.append(ScenarioResult(file, load_error=exc))
+            continue
+        if keyword and keyword not in scenario.scenario and keyword not in str(file):
+            continue
+        results.append(ScenarioResult(file, verdict=check_outcome(run_scenario(scenario))))
+        progress.update(i + 1)
+    progress.close()
+    return results
+
+
+def _line(result: ScenarioResult, base: Path) -> str:
+    path = _relative(result.path, base)
+    if result.load_error is not None:
+        return f"ERROR {path}  (could not load: {len(result.load_error.issues)} problem(s))"
+    assert result.verdict is not None
+    outcome = result.verdict.outcome
+    mark = "PASS " if result.verdict.passed else "FAIL "
+    rounds = f"{outcome.rounds} round{'s' if outcome.rounds != 1 else ''}"
+    return (
+        f"{mark} {path}  {rounds:>9}  {outcome.duration * 1000:7.1f} ms  "
+        f"{outcome.scenario.scenario}"
+    )
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> None:
+    base = Path.cwd().resolve()
+    for result in results:
+        print(_line(result, base), file=out)
+    for result in results:
+        if result.status == "passed":
+            continue
+        print(f"\n{'=' * 78}\n{result.status.upper()}: {_relative(result.path, base)}", file=out)
+        if result.load_error is not None:
+            for issue in result.load_error.issues:
+                print(f"  {issue}", file=out)
+        elif result.verdict is not None:
+            print(f"  {result.verdict.outcome.scenario.scenario}", file=out)
+            for failure in result.verdict.failures:
+                print(f"\n- {failure.title}", file=out)
+                for line in failure.detail.splitlines():
+                    print(f"  {line}", file=out)
+    counts = {s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")}
+    parts = [f"{counts['passed']} passed"]
+    parts += [f"{counts[s]} {s}" for s in ("failed", "error") if counts[s]]
+    print(f"\n{len(results)} scenarios: {', '.join(parts)} in {elapsed:.2f}s", file=out)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    try:
+        results = run_paths(args.paths or ["scenarios"], keyword=args.keyword)
+    except ScenarioError as exc:
+        print(f"openprogram-sim: {exc}", file=sys.stderr)
+        return 2
+    elapsed = time.perf_counter() - start
+    if args.json:
+        summary = {
+            s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")
+        }
+        payload = {"summary": {**summary, "total": len(results), "duration_s": elapsed},
+                   "scenarios": [r.to_json() for r in results]}  # fmt: skip
+        json.dump(payload, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print_text(results, elapsed, sys.stdout)
+    if not results:
+        print("openprogram-sim: no scenario files found", file=sys.stderr)
+        return 2
+    if any(r.status == "error" for r in results):
+        return 2
+    return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    text = json.dumps(json_schema(), indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="openprogram-sim",
+        description="Run and inspect openprogram scenario files on the built-in simulator.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="run scenario files and check their expectations")
+    run.add_argument("paths", nargs="*", help="files or folders (default: scenarios/)")
+    run.add_argument("--json", action="store_true", help="print machine-readable results")
+    run.add_argument("-k", "--keyword", help="only scenarios whose title or path contains this")
+    run.set_defaults(func=_cmd_run)
+    schema = sub.add_parser("schema", help="print the JSON Schema of scenario files")
+    schema.add_argument("-o", "--output", help="write to this file instead of stdout")
+    schema.set_defaults(func=_cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

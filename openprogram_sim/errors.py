@@ -1,0 +1,39 @@
+"""The harness's error tree: one root, :class:`SimError`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ScenarioError", "ScenarioIssue", "SimError"]
+
+
+class SimError(Exception):
+    """Root of every error the harness raises on purpose."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioIssue:
+    """One mistake in a scenario file."""
+
+    path: str
+    """The file."""
+    line: int | None
+    """1-based line of the offending key or value, when known."""
+    where: str
+    """The key path, e.g. ``model[1].tool_calls``."""
+    message: str
+    """What is wrong, and how to fix it."""
+
+    def __str__(self) -> str:
+        loc = f"{self.path}:{self.line}" if self.line is not None else self.path
+        at = f" ({self.where})" if self.where else ""
+        return f"{loc}:{at} {self.message}"
+
+
+class ScenarioError(SimError):
+    """A scenario file cannot be loaded; ``issues`` lists every mistake found."""
+
+    def __init__(self, issues: list[ScenarioIssue]) -> None:
+        self.issues = issues
+        count = f"{len(issues)} problem{'s' if len(issues) != 1 else ''}"
+        super().__init__(f"invalid scenario ({count}):\n" + "\n".join(f"  {i}" for i in issues))
