@@ -294,9 +294,12 @@ class _Lines:
             for i, item in enumerate(node.value):
                 self._walk(item, (*path, i))
 
-    def line(self, path: tuple[Any, ...], *, key: bool = False) -> int | None:
+    def line(self, path: tuple[Any, ...], *, key: bool = True) -> int | None:
+        """The line of the key at ``path`` (or of its value, for list items and when
+        ``key=False``), else of the nearest enclosing node."""
         while path:
-            found = (self.keys if key else self.values).get(path) or self.keys.get(path)
+            first, second = (self.keys, self.values) if key else (self.values, self.keys)
+            found = first.get(path) or second.get(path)
             if found is not None:
                 return found
             path = path[:-1]

@@ -152,8 +152,8 @@ def _closest(expected: Mapping[str, Any], trace: list[dict[str, Any]], start: in
     candidates = [i for i, e in enumerate(trace) if e["type"] == event_type]
     if not candidates:
         return None
-    # fewer differing fields first, then events at or after where it should have been
-    return min(candidates, key=lambda i: (_misses(fields, trace[i]), i < start, abs(i - start)))
+    # events at or after where it should have been first, then fewer differing fields
+    return min(candidates, key=lambda i: (i < start, _misses(fields, trace[i]), abs(i - start)))
 
 
 def match_events(
@@ -175,7 +175,7 @@ def match_events(
         if found is None:
             reason = "not found after the previous match"
             if any(event_matches(want, e) for e in trace[:position]):
-                reason = "found only before the previous match (out of order)"
+                reason = "it matches only events before the previous match, out of order"
             return EventMismatch(i, want, position, _closest(want, trace, position), reason)
         position = found + 1
     return None
@@ -255,7 +255,7 @@ def render_mismatch(
     event_type, fields = _split(mismatch.expected)
     want = ", ".join(f"{k}: {describe(v)}" for k, v in fields.items())
     lines = [
-        f"expected event {mismatch.index + 1} of {total} did not match ({mismatch.reason}):",
+        f"expected event {mismatch.index + 1} of {total} did not match: {mismatch.reason}",
         f"  {event_type} {{{want}}}",
         f"trace around where it should have been (at #{mismatch.position}):",
     ]

@@ -1,0 +1,106 @@
+"""`openprogram-sim` as a user runs it: a real process, its output and exit status."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data"
+CLI = Path(sys.executable).parent / "openprogram-sim"
+
+PASSING = """\
+scenario: one search
+tags: [basics]
+tools:
+  search: {returns: "hit"}
+exec: {content: "Find it.", tools: [search]}
+model:
+  - tool_calls: [{search: {}}]
+  - text: "Found."
+expect:
+  result: "Found."
+"""
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    command = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "openprogram_sim.cli"]
+    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_all_passing_exits_zero_with_one_line_per_scenario(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(PASSING)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.yml").write_text(PASSING.replace("one search", "another"))
+    result = run("run", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert re.fullmatch(r"PASS  a\.yaml +2 rounds +\d+\.\d ms  one search", lines[0])
+    assert re.fullmatch(r"PASS  sub/b\.yml +2 rounds +\d+\.\d ms  another", lines[1])
+    assert lines[-1].startswith("2 scenarios: 2 passed in ")
+
+
+def test_a_failing_scenario_exits_one_and_prints_its_diff() -> None:
+    result = run("run", str(DATA / "steering_broken.yaml"))
+    assert result.returncode == 1
+    out = result.stdout
+    assert re.match(r"FAIL  tests/sim/data/steering_broken\.yaml +2 rounds", out)
+    assert "FAILED: tests/sim/data/steering_broken.yaml" in out
+    assert "expected event 2 of 3 did not match" in out
+    assert "    is_error   false        true                                   <- differs" in out
+    assert out.rstrip().splitlines()[-1].startswith("1 scenarios: 0 passed, 1 failed in ")
+
+
+def test_an_invalid_file_exits_two_and_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(PASSING.replace("tools: [search]", "tools: [serch]"))
+    (tmp_path / "good.yaml").write_text(PASSING)
+    result = run("run", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "ERROR bad.yaml  (could not load: 1 problem(s))" in result.stdout
+    assert (
+        f"{tmp_path / 'bad.yaml'}:5: (exec.tools[0]) exec.tools names tool 'serch', which is "
+        "not defined; did you mean 'search'?" in result.stdout
+    )
+    assert "PASS  good.yaml" in result.stdout
+
+
+def test_json_output_for_machines(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(PASSING)
+    result = run("run", "--json", str(tmp_path / "a.yaml"))
+    assert result.returncode == 0
+    payload = json.loads(result.stdout)
+    assert payload["summary"]["passed"] == 1 and payload["summary"]["total"] == 1
+    (scenario,) = payload["scenarios"]
+    assert scenario["status"] == "passed" and scenario["result"] == "Found."
+    assert scenario["rounds"] == 2 and scenario["model_calls"] == 2
+    assert scenario["trace"][-1] == {"type": "agent_end", "depth": 0, "round": 2, "reason": "stop"}
+
+
+def test_keyword_filter_and_missing_paths(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(PASSING)
+    (tmp_path / "b.yaml").write_text(PASSING.replace("one search", "other"))
+    result = run("run", "-k", "other", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0 and "1 scenarios: 1 passed" in result.stdout
+    missing = run("run", str(tmp_path / "nope"))
+    assert missing.returncode == 2
+    assert "no such file or directory" in missing.stderr
+
+
+def test_schema_command_prints_json_schema(tmp_path: Path) -> None:
+    result = run("schema")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["title"] == "openprogram scenario"
+    out = tmp_path / "schema.json"
+    assert run("schema", "-o", str(out)).returncode == 0
+    assert json.loads(out.read_text())["required"] == ["scenario", "exec", "model"]
+
+
+@pytest.mark.parametrize("args", [[], ["bogus"]])
+def test_usage_errors_exit_two(args: list[str]) -> None:
+    result = run(*args)
+    assert result.returncode == 2 and "usage: openprogram-sim" in result.stderr

@@ -1,0 +1,183 @@
+"""Every malformed scenario file gets an error naming the file, the line and the fix."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from openprogram_sim.errors import ScenarioError
+from openprogram_sim.scenario import json_schema, load_scenario, parse_scenario
+
+GOOD = """\
+scenario: search once
+tools:
+  search:
+    parameters: {type: object, properties: {q: {type: string}}}
+    returns: "3 results"
+exec:
+  content: "Find it."
+  tools: [search]
+model:
+  - tool_calls: [{search: {q: a}}]
+  - text: "Found."
+expect:
+  result: "Found."
+  events:
+    - tool_execution_end: {tool_name: search, is_error: false}
+"""
+
+
+def errors_of(text: str, name: str = "case.yaml") -> list[str]:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(textwrap.dedent(text), name)
+    return [str(i) for i in info.value.issues]
+
+
+def test_the_good_file_loads() -> None:
+    scenario = parse_scenario(GOOD, "good.yaml")
+    assert scenario.scenario == "search once"
+    assert scenario.exec.tools == ["search"]
+    assert scenario.path == "good.yaml"
+
+
+def test_unknown_key_names_the_line_and_the_closest_valid_key() -> None:
+    text = GOOD.replace("  tools: [search]", "  tools: [search]\n  max_iteration: 3")
+    assert errors_of(text) == [
+        "case.yaml:9: (exec.max_iteration) unknown key 'max_iteration'; did you mean "
+        "'max_iterations'?"
+    ]
+
+
+def test_unknown_top_level_key_without_a_close_match_lists_the_keys() -> None:
+    errors = errors_of(GOOD + "zzz: 1\n")
+    assert len(errors) == 1
+    assert errors[0].startswith("case.yaml:16: (zzz) unknown key 'zzz'; allowed keys: scenario, ")
+
+
+def test_wrong_type_names_the_value() -> None:
+    text = GOOD.replace('content: "Find it."', 'content: "Find it."\n  max_iterations: lots')
+    assert errors_of(text) == [
+        "case.yaml:8: (exec.max_iterations) Input should be a valid integer, unable to parse "
+        'string as an integer (got "lots")'
+    ]
+
+
+def test_a_bad_enum_value_lists_the_choices() -> None:
+    text = GOOD.replace('  - text: "Found."', '  - text: "Found."\n    stop_reason: done')
+    assert errors_of(text) == [
+        "case.yaml:12: (model[1].stop_reason) Input should be 'stop', 'length', 'toolUse', "
+        "'error' or 'aborted' (got \"done\")"
+    ]
+
+
+def test_a_tool_named_in_exec_tools_must_be_defined() -> None:
+    text = GOOD.replace("tools: [search]", "tools: [search, serch, fetch]")
+    assert errors_of(text) == [
+        "case.yaml:8: (exec.tools[1]) exec.tools names tool 'serch', which is not defined; "
+        "did you mean 'search'?",
+        "case.yaml:8: (exec.tools[2]) exec.tools names tool 'fetch', which is not defined; "
+        "define it under `tools:`",
+    ]
+
+
+def test_a_model_turn_may_call_an_undefined_tool() -> None:
+    """That is how the unknown-tool path is tested: not a loading error."""
+    scenario = parse_scenario(GOOD.replace("{search: {q: a}}", "{nosuch: {}}"))
+    assert scenario.model[0].tool_calls == [{"nosuch": {}}]  # type: ignore[index]
+
+
+def test_a_bad_regex_is_reported_at_load_time() -> None:
+    text = GOOD.replace("is_error: false}", 'is_error: false, result: {$regex: "3 (results"}}')
+    assert errors_of(text) == [
+        "case.yaml:15: (expect.events[0].tool_execution_end.result) bad regex '3 (results': "
+        "missing ), unterminated subpattern at position 2; escape special characters such as "
+        "( [ . with \\"
+    ]
+
+
+def test_unknown_event_type_and_field_suggest_the_right_names() -> None:
+    text = GOOD.replace(
+        "    - tool_execution_end: {tool_name: search, is_error: false}",
+        "    - tool_execution_ended: {}\n    - tool_execution_end: {tool: search}",
+    )
+    assert errors_of(text) == [
+        "case.yaml:15: (expect.events[0].tool_execution_ended) unknown event "
+        "'tool_execution_ended'; did you mean 'tool_execution_end'?",
+        "case.yaml:16: (expect.events[1].tool_execution_end.tool) tool_execution_end has no "
+        "field 'tool'; did you mean 'tool_name'?",
+    ]
+
+
+def test_unknown_matcher_operator() -> None:
+    text = GOOD.replace('result: "Found."', 'result: {$regexp: "Fo+"}')
+    assert errors_of(text) == [
+        "case.yaml:13: (expect.result) unknown matcher '$regexp'; use one of $regex, $contains, "
+        "$subset, $in, $any"
+    ]
+
+
+def test_missing_required_keys() -> None:
+    assert errors_of("scenario: x\nmodel: []\n") == ["case.yaml:1: missing required key 'exec'"]
+
+
+def test_a_tool_with_two_behaviours_and_a_steering_point_missing() -> None:
+    text = GOOD.replace('returns: "3 results"', 'returns: "3 results"\n    raises: boom')
+    text += "steering:\n  - text: hi\n"
+    assert errors_of(text) == [
+        "case.yaml:3: (tools.search) a tool has one behaviour; it gives returns and raises: "
+        "keep one",
+        "case.yaml:18: (steering[0]) give exactly one of after_tool or after_round",
+    ]
+
+
+def test_malformed_tool_call_in_a_turn() -> None:
+    text = GOOD.replace("{search: {q: a}}", "{search: {q: a}, other: {}}")
+    errors = errors_of(text)
+    assert len(errors) == 1
+    assert errors[0].startswith("case.yaml:10: (model[0]) tool call {")
+    assert "must be {tool_name: arguments} (one key)" in errors[0]
+
+
+def test_yaml_syntax_errors_and_non_mappings() -> None:
+    assert errors_of("scenario: [unclosed\n") == [
+        "case.yaml:2: not valid YAML: expected ',' or ']', but got '<stream end>'"
+    ]
+    assert errors_of("- just\n- a list\n") == [
+        "case.yaml:1: a scenario file is a mapping with `scenario:`, `exec:`, `model:` and "
+        "`expect:` keys"
+    ]
+
+
+def test_several_mistakes_are_reported_together_in_line_order(tmp_path: Path) -> None:
+    path = tmp_path / "many.yaml"
+    path.write_text(GOOD.replace("tools: [search]", "tools: [serch]").replace("result:", "reslt:"))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    lines = [i.line for i in info.value.issues]
+    assert (lines == sorted(lines) and len(lines) == 1) or len(lines) == 2
+    assert str(info.value).startswith(f"invalid scenario ({len(lines)} problem")
+    assert all(str(path) in str(i) for i in info.value.issues)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ScenarioError, match="cannot read"):
+        load_scenario("/nonexistent/x.yaml")
+
+
+def test_json_schema_covers_every_key() -> None:
+    schema = json_schema()
+    json.dumps(schema)
+    assert set(schema["properties"]) == {
+        "scenario", "description", "tags", "system_prompt", "tools", "toolsets", "exec",
+        "model", "steering", "follow_ups", "expect",
+    }  # fmt: skip
+    assert schema["required"] == ["scenario", "exec", "model"]
+    defs = schema["$defs"]
+    assert {"returns", "raises", "exec", "defer"} <= set(defs["ToolDef"]["properties"])
+    assert {"events", "events_mode", "not_events", "counts", "requests", "raises"} <= set(
+        defs["Expect"]["properties"]
+    )
+    assert defs["ExecArgs"]["additionalProperties"] is False
