@@ -70,7 +70,7 @@ def test_requests_record_what_was_sent_and_unconsumed_turns_are_reported() -> No
 def test_turn_validation_names_the_bad_key() -> None:
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['txt'\] in scripted turn"):
         Turn.coerce({"txt": "x"})
-    with pytest.raises(ValueError, match="must be {name: arguments}"):
+    with pytest.raises(ValueError, match=r"must be \{name: arguments\}"):
         Turn.coerce({"tool_calls": [{"a": 1, "b": 2}]})
     with pytest.raises(TypeError, match="a scripted turn must be"):
         Turn.coerce(3)  # type: ignore[arg-type]
