@@ -34,3 +34,14 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test_command.endswith("pytest")
     ci = (ROOT / ".ci" / "run").read_text()
     assert test_command.replace(" -q", "") in ci.replace(" -q", "")
+
+
+def test_the_failure_diff_shown_is_what_the_cli_prints() -> None:
+    from openprogram_sim.cli import _print_text, run_paths
+
+    shown = next(b for b in _blocks("text") if "did not match" in b)
+    out = io.StringIO()
+    _print_text(run_paths([ROOT / "tests" / "sim" / "data" / "steering_broken.yaml"]), 0.0, out)
+    printed = out.getvalue()
+    start = printed.index("- events")
+    assert printed[start : start + len(shown)] == shown
