@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 __all__ = ["SSEDecoder", "SSEEvent"]
 
-_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n)")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +43,12 @@ class SSEEvent:
 class SSEDecoder:
     """Feed bytes with :meth:`feed`, then call :meth:`flush` once at end of stream."""
 
-    __slots__ = ("_buffer", "_data", "_event", "_id", "_retry", "_skip_lf", "_started", "_utf8")
+    __slots__ = ("_data", "_event", "_id", "_pending", "_retry", "_skip_lf", "_started", "_utf8")
 
     def __init__(self) -> None:
         # "replace" rather than "strict": one bad byte must not lose the whole stream.
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._pending: list[str] = []
         self._skip_lf = False
         self._started = False
         self._event = ""
@@ -64,9 +64,9 @@ class SSEDecoder:
         """End of stream: decode what is left and dispatch a final event that lacks its
         trailing blank line (lenient, as some servers omit it)."""
         events = self._feed_text(self._utf8.decode(b"", final=True))
-        if self._buffer:
-            self._line(self._buffer)
-            self._buffer = ""
+        if self._pending:
+            self._line("".join(self._pending))
+            self._pending.clear()
         dispatched = self._dispatch()
         if dispatched is not None:
             events.append(dispatched)
@@ -80,17 +80,22 @@ class SSEDecoder:
             # The previous chunk ended in CR: an LF right here belongs to that line ending.
             text = text.removeprefix("\n")
             self._skip_lf = False
-        buffer = self._buffer + text
         events: list[SSEEvent] = []
-        end = 0
-        for match in _LINE.finditer(buffer):
-            end = match.end()
-            if match.group(2) == "\r" and end == len(buffer):
+        start = 0
+        # Only the new text is scanned, so a long line arriving in tiny chunks stays linear.
+        for match in _LINE_END.finditer(text):
+            line = text[start : match.start()]
+            if self._pending:
+                line = "".join(self._pending) + line
+                self._pending.clear()
+            start = match.end()
+            if match.group() == "\r" and start == len(text):
                 self._skip_lf = True
-            event = self._line(match.group(1))
+            event = self._line(line)
             if event is not None:
                 events.append(event)
-        self._buffer = buffer[end:]
+        if start < len(text):
+            self._pending.append(text[start:])
         return events
 
     def _line(self, line: str) -> SSEEvent | None:
