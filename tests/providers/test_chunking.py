@@ -10,6 +10,7 @@ the one-piece parse, and the events must describe it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import httpx
@@ -30,7 +31,7 @@ def _interesting_cuts(body: bytes) -> list[int]:
 
 def _split(body: bytes, cuts: list[int]) -> list[bytes]:
     points = [0, *sorted(set(cuts)), len(body)]
-    return [body[a:b] for a, b in zip(points, points[1:], strict=False) if b > a]
+    return [body[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
 def _stream(kit: Any, case: Any, chunks: list[bytes]) -> tuple[AssistantMessage, list[Any]]:
