@@ -98,11 +98,8 @@ def _turn(turn: ModelTurn) -> Turn:
 
 def build_model(scenario: Scenario) -> ScriptedModel:
     """The scripted model for the scenario's ``model:`` turns."""
-    if not isinstance(scenario.model, list):
-        raise NotImplementedError(
-            f"{scenario.path}: model: {{cassette: ...}} needs cassette replay, which this "
-            "version does not have yet; script the turns as a list under model:"
-        )
+    if not isinstance(scenario.model, list):  # the loader rejects cassettes for now
+        raise TypeError(f"{scenario.path}: model: must be a list of turns")
     return ScriptedModel([_turn(t) for t in scenario.model])
 
 

@@ -395,6 +395,16 @@ def _semantic_issues(scenario: Scenario, lines: _Lines, file: str) -> list[Scena
                     )
                 )
 
+    if isinstance(scenario.model, CassetteModel):
+        issues.append(
+            ScenarioIssue(
+                file,
+                lines.line(("model", "cassette")),
+                "model.cassette",
+                "model: {cassette: ...} (replaying recorded provider HTTP) is not supported by "
+                "this version yet; script the model's turns as a list under `model:`",
+            )
+        )
     check_names(scenario.exec.tools, ("exec", "tools"), "exec.tools")
     for tool_name, tool in scenario.tools.items():
         if tool.exec is not None:

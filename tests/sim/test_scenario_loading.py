@@ -181,3 +181,14 @@ def test_json_schema_covers_every_key() -> None:
         defs["Expect"]["properties"]
     )
     assert defs["ExecArgs"]["additionalProperties"] is False
+
+
+def test_cassette_models_are_refused_clearly_until_replay_exists() -> None:
+    text = GOOD.replace(
+        '  - tool_calls: [{search: {q: a}}]\n  - text: "Found."', "  cassette: rec.yaml"
+    )
+    assert errors_of(text) == [
+        "case.yaml:10: (model.cassette) model: {cassette: ...} (replaying recorded provider "
+        "HTTP) is not supported by this version yet; script the model's turns as a list under "
+        "`model:`"
+    ]
