@@ -7,15 +7,28 @@ their results fed back; a text-only message finishes the run. See ``Runtime.exec
 from openprogram.agent import Agent, AgentState, LoopResult
 from openprogram.errors import (
     ConfigurationError,
+    DecisionError,
     ModelError,
     OpenProgramError,
     ProviderNotFoundError,
     RunAbortedError,
     RunError,
+    ToolDefinitionError,
+    UnknownToolsetError,
 )
 from openprogram.providers import Provider, get_provider, register_provider
 from openprogram.runtime import UNSET, ExecResult, Runtime, current_depth
-from openprogram.tools import Tool, ToolResult, ToolSpec, as_tool, validate_tool_arguments
+from openprogram.tools import (
+    FunctionTool,
+    Tool,
+    ToolResult,
+    ToolSpec,
+    agentic_function,
+    as_tool,
+    current_runtime,
+    function,
+    validate_tool_arguments,
+)
 from openprogram.tools.registry import ToolRegistry, default_registry
 from openprogram.types import (
     AssistantMessage,
@@ -36,7 +49,9 @@ __all__ = [
     "AgentState",
     "AssistantMessage",
     "ConfigurationError",
+    "DecisionError",
     "ExecResult",
+    "FunctionTool",
     "ImageContent",
     "LoopResult",
     "ModelError",
@@ -50,16 +65,21 @@ __all__ = [
     "ThinkingContent",
     "Tool",
     "ToolCall",
+    "ToolDefinitionError",
     "ToolRegistry",
     "ToolResult",
     "ToolResultMessage",
     "ToolSpec",
+    "UnknownToolsetError",
     "Usage",
     "UserMessage",
     "__version__",
+    "agentic_function",
     "as_tool",
     "current_depth",
+    "current_runtime",
     "default_registry",
+    "function",
     "get_provider",
     "register_provider",
     "validate_tool_arguments",

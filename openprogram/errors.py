@@ -13,11 +13,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigurationError",
+    "DecisionError",
     "ModelError",
     "OpenProgramError",
     "ProviderNotFoundError",
     "RunAbortedError",
     "RunError",
+    "ToolDefinitionError",
+    "UnknownToolsetError",
 ]
 
 
@@ -48,3 +51,24 @@ class ModelError(RunError):
 
 class RunAbortedError(RunError):
     """The run was cancelled (``Agent.abort()``, or a provider ``aborted`` stop)."""
+
+
+class ToolDefinitionError(OpenProgramError, TypeError):
+    """A tool is defined wrongly: ``@function``/``@agentic_function`` applied to a signature
+    the model cannot call, or a tool name that clashes in its registry. Raised when the
+    decorator is applied, so the mistake shows at import, not in a user's run."""
+
+
+class UnknownToolsetError(ConfigurationError, ValueError):
+    """``toolset=`` names no toolset; the message lists the known ones."""
+
+
+class DecisionError(OpenProgramError, ValueError):
+    """``exec(choices=...)``: the model's reply did not end with a valid pick, even after
+    one re-ask. ``reply`` is the last reply, ``replies`` both, ``reason`` what was wrong."""
+
+    def __init__(self, text: str, *, reply: str, replies: list[str], reason: str) -> None:
+        super().__init__(text)
+        self.reply = reply
+        self.replies = replies
+        self.reason = reason

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -22,8 +23,12 @@ from typing import Any, Final
 
 from openprogram.agent.agent import Agent
 from openprogram.agent.agent_loop import Listener, LoopResult
-from openprogram.errors import ModelError, RunAbortedError
+from openprogram.errors import DecisionError, ModelError, RunAbortedError
 from openprogram.providers.base import Provider, ToolChoice, check_tool_choice, get_provider
+from openprogram.tools._choices import Menu, PickError
+from openprogram.tools._context import _current_runtime
+from openprogram.tools._deferred import SEARCH_TOOL_NAME, Deferral, _current_loaded, current_loaded
+from openprogram.tools._gating import ToolPolicy
 from openprogram.tools._tool import Tool, as_tool
 from openprogram.tools.registry import ToolRegistry, default_registry
 from openprogram.types import ImageContent, TextContent, UserMessage, now_ms
@@ -57,6 +62,50 @@ _current_tools: contextvars.ContextVar[list[Tool] | None] = contextvars.ContextV
 
 _current_depth: contextvars.ContextVar[int] = contextvars.ContextVar("_current_depth", default=-1)
 """Depth of the innermost running exec (-1 outside any)."""
+
+
+_NO_POLICY: Final = ToolPolicy()  # frozen, so safe to share as the default
+
+_current_policy: contextvars.ContextVar[ToolPolicy] = contextvars.ContextVar(
+    "_current_policy", default=_NO_POLICY
+)
+"""The merged tool policy (toolset/source/allow/deny) of the innermost running exec; a
+nested exec merges its own keys over it (inner keys win)."""
+
+
+class _Scope:
+    """The context variables one exec publishes for the code it runs (tool bodies, nested
+    execs): set by :meth:`enter`, reset by :meth:`leave`."""
+
+    def __init__(
+        self, tools: list[Tool] | None, policy: ToolPolicy, runtime: Runtime, loaded: set[str]
+    ) -> None:
+        self.depth = _current_depth.get() + 1
+        self.loaded = loaded
+        self._values: list[tuple[contextvars.ContextVar[Any], Any]] = [
+            (_current_depth, self.depth),
+            (_current_policy, policy),
+            (_current_runtime, runtime),
+            (_current_loaded, loaded),
+        ]
+        if tools is not None:  # only a given tools= list is inherited
+            self._values.append((_current_tools, tools))
+        self._tokens: list[tuple[contextvars.ContextVar[Any], contextvars.Token[Any]]] = []
+
+    def enter(self) -> None:
+        self._tokens = [(var, var.set(value)) for var, value in self._values]
+
+    def leave(self) -> None:
+        for var, token in reversed(self._tokens):
+            var.reset(token)
+        self._tokens = []
+
+
+def _with_search_tool(tools: list[Tool], deferral: Deferral | None) -> list[Tool]:
+    """Add ``tool_search`` when some tools are deferred (unless one is offered already)."""
+    if deferral is None or any(t.name == SEARCH_TOOL_NAME for t in tools):
+        return tools
+    return [*tools, deferral.search_tool()]
 
 
 def current_depth() -> int:
@@ -216,45 +265,52 @@ class Runtime:
         choices: Sequence[Any] | None = None,
     ) -> Any:
         """The awaitable form of :meth:`exec` (same parameters and result)."""
-        if choices is not None:
-            raise NotImplementedError("exec(choices=...) is not implemented yet")
+        menu = Menu(choices) if choices is not None else None
         check_tool_choice(tool_choice)
+        policy = ToolPolicy.of(toolset, tools_source, tools_allow, tools_deny)
+        policy = policy.merged_over(_current_policy.get())
         explicit = not isinstance(tools, _Unset) and tools is not None
-        resolved = self._resolve_tools(tools, toolset, tools_allow, tools_deny)
-        depth = _current_depth.get() + 1
+        resolved = self._resolve_tools(tools, policy)
+        loaded = current_loaded()
+        scope = _Scope(
+            resolved if explicit else None, policy, self, set() if loaded is None else loaded
+        )
+        deferral = Deferral.of(resolved, scope.loaded)
         agent = Agent(
             self.provider,
             system_prompt=self.system_prompt,
-            tools=resolved,
+            tools=_with_search_tool(resolved, deferral),
             tool_choice=tool_choice,
             parallel_tool_calls=parallel_tool_calls,
             max_iterations=max_iterations,
             max_tokens=self.max_tokens,
             temperature=self.temperature,
-            depth=depth,
+            depth=scope.depth,
+            provider_tools=deferral.provider_tools() if deferral is not None else None,
             listeners=self._listeners,  # shared: runtime subscribers see every depth
         )
-        depth_token = _current_depth.set(depth)
-        tools_token = _current_tools.set(resolved) if explicit else None
-        self._enter(agent, depth)
+        prompt = _as_prompt(content)
+        if menu is not None:
+            prompt = UserMessage(
+                [*prompt.content, TextContent(menu.instruction())], timestamp=now_ms()
+            )
+        scope.enter()
+        self._enter(agent, scope.depth)
         try:
-            result = await agent.prompt(_as_prompt(content))
+            text = self._finish(await agent.prompt(prompt), scope.depth)
+            return text if menu is None else await self._decide(agent, menu, text, scope.depth)
         finally:
             self._leave(agent)
-            if tools_token is not None:
-                _current_tools.reset(tools_token)
-            _current_depth.reset(depth_token)
-        return self._finish(result, depth)
+            scope.leave()
 
     # -- steps ---------------------------------------------------------------------------
 
     def _resolve_tools(
-        self,
-        tools: Sequence[Any] | _Unset | None,
-        toolset: str | None,
-        allow: Sequence[str] | None,
-        deny: Sequence[str] | None,
+        self, tools: Sequence[Any] | _Unset | None, policy: ToolPolicy
     ) -> list[Tool]:
+        """The tools this exec offers: the caller's ``tools=`` list, else the one inherited
+        from the outer exec, else every registered tool; then the gating layers (see
+        :mod:`openprogram.tools._gating`) under the merged policy."""
         if not isinstance(tools, _Unset) and tools is not None:
             if isinstance(tools, (str, bytes)):
                 raise TypeError(
@@ -262,18 +318,33 @@ class Runtime:
                     "objects, or use toolset= / tools_allow= to pick registered tools by name"
                 )
             chosen = [as_tool(entry) for entry in tools]
-        elif toolset == "none":
-            chosen = []
         else:
             inherited = _current_tools.get()
-            chosen = inherited if inherited is not None else self.registry.resolve(toolset)
-        if allow is not None:
-            allowed = set(allow)
-            chosen = [t for t in chosen if t.name in allowed]
-        if deny is not None:
-            denied = set(deny)
-            chosen = [t for t in chosen if t.name not in denied]
-        return chosen
+            chosen = inherited if inherited is not None else self.registry.tools()
+        return self.registry.select_policy(chosen, policy).tools
+
+    async def _decide(self, agent: Agent, menu: Menu, reply: str, depth: int) -> Any:
+        """Map the reply to its pick (one re-ask on a malformed one) and carry it out."""
+        replies = [reply]
+        try:
+            pick = menu.parse(reply)
+        except PickError as first:
+            result = await agent.prompt(UserMessage.of(menu.reask(str(first))))
+            replies.append(self._finish(result, depth))
+            try:
+                pick = menu.parse(replies[-1])
+            except PickError as second:
+                raise DecisionError(
+                    "exec(choices=...): the model did not pick a valid option, even after a "
+                    f"re-ask: {second}. Its reply: {replies[-1]!r}",
+                    reply=replies[-1],
+                    replies=replies,
+                    reason=str(second),
+                ) from None
+        if pick.tool is None:
+            return pick.value
+        value = pick.tool.run("choice", pick.args, None, None)
+        return await value if inspect.isawaitable(value) else value
 
     def _enter(self, agent: Agent, depth: int) -> None:
         with self._lock:

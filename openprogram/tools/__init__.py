@@ -1,5 +1,17 @@
-"""Tools: specs, argument validation, and adapting user entries for the loop."""
+"""Tools: what the model may pick, and how a Python function becomes one.
 
+- :func:`function` / :func:`agentic_function`: decorators building a tool's spec from a
+  function's signature and docstring (checked when applied).
+- :class:`ToolRegistry` / :data:`default_registry`: tools by name, toolset presets, and
+  the gating layers (:data:`LAYERS`) that decide what a call offers.
+- :func:`validate_tool_arguments`: JSON Schema validation with lenient coercion.
+- :func:`as_tool`: adapts any ``tools=`` entry to the loop's :class:`Tool`.
+"""
+
+from openprogram.tools._context import current_runtime
+from openprogram.tools._decorators import FunctionTool, agentic_function, function
+from openprogram.tools._deferred import SEARCH_TOOL_NAME
+from openprogram.tools._gating import LAYERS, Dropped, Selection, ToolGates, ToolPolicy
 from openprogram.tools._tool import (
     Tool,
     ToolResult,
@@ -14,16 +26,29 @@ from openprogram.tools._validation import (
     compile_validator,
     validate_tool_arguments,
 )
+from openprogram.tools.registry import ToolRegistry, default_registry
 
 __all__ = [
+    "LAYERS",
+    "SEARCH_TOOL_NAME",
     "ArgumentValidator",
     "ArgumentsError",
+    "Dropped",
+    "FunctionTool",
+    "Selection",
     "Tool",
+    "ToolGates",
+    "ToolPolicy",
+    "ToolRegistry",
     "ToolResult",
     "ToolSpec",
     "UpdateCallback",
+    "agentic_function",
     "as_tool",
     "compile_validator",
+    "current_runtime",
+    "default_registry",
+    "function",
     "normalize_result",
     "validate_tool_arguments",
 ]
