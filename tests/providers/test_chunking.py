@@ -10,6 +10,7 @@ the one-piece parse, and the events must describe it.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 from typing import Any
 
@@ -37,8 +38,12 @@ def _split(body: bytes, cuts: list[int]) -> list[bytes]:
 def _stream(kit: Any, case: Any, chunks: list[bytes]) -> tuple[AssistantMessage, list[Any]]:
     cls = kit.provider_class(case.api)
 
+    # Bedrock names its key bearer_token (it also signs with SigV4); the others api_key.
+    key = "api_key" if "api_key" in inspect.signature(cls).parameters else "bearer_token"
+
     def factory(client: httpx.AsyncClient) -> Any:
-        return cls("test-model", api_key="test-key", base_url="http://wire.test", client=client)
+        options = {key: "test-key", "base_url": "http://wire.test", "client": client}
+        return cls("test-model", **options)
 
     def handler(request: httpx.Request) -> httpx.Response:
         return kit.response(chunks, content_type=case.content_type)
