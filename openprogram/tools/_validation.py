@@ -151,15 +151,27 @@ def _path(error: jsonschema.ValidationError) -> str:
 class ArgumentValidator:
     """A compiled validator for one parameters schema."""
 
-    __slots__ = ("_check", "_full", "_schema")
+    __slots__ = ("_check", "_fill", "_full", "_schema")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self._schema = schema
         try:
-            self._check: Callable[[Any], Any] = fastjsonschema.compile(schema)
+            # use_default=False: checking must never write into the model's own arguments
+            # (they are the history sent back to the provider, and what events show).
+            self._check: Callable[[Any], Any] = fastjsonschema.compile(schema, use_default=False)
+            self._fill: Callable[[Any], Any] | None = (
+                fastjsonschema.compile(schema) if _has_defaults(schema) else None
+            )
         except (fastjsonschema.JsonSchemaDefinitionException, TypeError, ValueError) as exc:
             raise ValueError(f"invalid JSON Schema for tool parameters: {exc}") from exc
         self._full: jsonschema.protocols.Validator | None = None
+
+    def _with_defaults(self, args: dict[str, Any], *, copied: bool) -> dict[str, Any]:
+        """The arguments the tool receives: schema defaults filled in, on a copy."""
+        if self._fill is None:
+            return args
+        filled: dict[str, Any] = self._fill(args if copied else copy.deepcopy(args))
+        return filled
 
     def validate(self, tool_name: str, args: Any) -> dict[str, Any]:
         """Return the arguments to pass to the tool (coerced if needed) or raise
@@ -171,13 +183,13 @@ class ArgumentValidator:
             )
         try:
             self._check(args)
-            return args
+            return self._with_defaults(args, copied=False)
         except fastjsonschema.JsonSchemaValueException:
             pass
         coerced = _coerce(copy.deepcopy(args), self._schema)
         try:
             self._check(coerced)
-            return coerced  # type: ignore[no-any-return]
+            return self._with_defaults(coerced, copied=True)
         except fastjsonschema.JsonSchemaValueException:
             pass
         if self._full is None:
@@ -190,6 +202,14 @@ class ArgumentValidator:
             + "\n".join(lines)
             + f"\n\nReceived arguments:\n{_dump(args)}"
         )
+
+
+def _has_defaults(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return "default" in schema or any(_has_defaults(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_defaults(v) for v in schema)
+    return False
 
 
 def _dump(value: Any) -> str:

@@ -310,3 +310,24 @@ def test_async_tools_and_rich_return_values() -> None:
     )
     ends = [e["result"] for e in rec.trace if e["type"] == "tool_execution_end"]
     assert ends == ['{"key": "k", "n": 1}', ""]
+
+
+def test_schema_defaults_reach_the_tool_but_never_the_model_arguments() -> None:
+    """The raw arguments are history sent back to the provider and what events show; a
+    schema default is filled into the tool's copy only."""
+    seen: list[dict[str, Any]] = []
+
+    def search(**kwargs: Any) -> str:
+        seen.append(kwargs)
+        return "ok"
+
+    entry = tool(
+        "search", search, {"q": {"type": "string"}, "limit": {"type": "integer", "default": 5}}
+    )
+    runtime, model, rec = make_runtime([{"tool_calls": [{"search": {"q": "a"}}]}, "done"])
+    runtime.exec("go", tools=[entry])
+    assert seen == [{"q": "a", "limit": 5}]
+    start = next(e for e in rec.trace if e["type"] == "tool_execution_start")
+    assert start["args"] == {"q": "a"}
+    sent = model.requests[1].messages[1].tool_calls[0]
+    assert sent.arguments == {"q": "a"}
