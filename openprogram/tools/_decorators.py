@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overload
 
@@ -248,6 +249,16 @@ def _gates(
     )
 
 
+def _definer_locals() -> dict[str, Any]:
+    """The local names of the frame that applied the decorator (two frames up): with
+    ``from __future__ import annotations`` a function defined inside another function
+    may annotate with that function's local types."""
+    try:
+        return dict(sys._getframe(2).f_locals)
+    except ValueError:  # no such frame (called from the top of the interpreter)
+        return {}
+
+
 def _names(value: str | Iterable[str] | None) -> frozenset[str]:
     if value is None:
         return frozenset()
@@ -276,6 +287,7 @@ def _decorate(
     registry: RegistryArg,
     max_depth: int,
     gate_options: dict[str, Any],
+    localns: dict[str, Any] | None = None,
 ) -> FunctionTool[Any, Any]:
     label = "@agentic_function" if agentic else "@function"
     if isinstance(fn, FunctionTool):
@@ -287,7 +299,7 @@ def _decorate(
         )
     decorated = FunctionTool(
         fn,
-        signature_of(fn, name=name, description=description),
+        signature_of(fn, name=name, description=description, localns=localns),
         _gates(fn, **gate_options),
         agentic=agentic,
         max_depth=max_depth,
@@ -356,7 +368,7 @@ def function(
         "defer": defer,
     }
 
-    def apply(target: Any) -> FunctionTool[Any, Any]:
+    def apply(target: Any, localns: dict[str, Any] | None = None) -> FunctionTool[Any, Any]:
         return _decorate(
             target,
             agentic=False,
@@ -365,9 +377,10 @@ def function(
             registry=registry,
             max_depth=DEFAULT_MAX_DEPTH,
             gate_options=gate_options,
+            localns=localns if localns is not None else _definer_locals(),
         )
 
-    return apply if fn is None else apply(fn)
+    return apply if fn is None else apply(fn, _definer_locals())
 
 
 @overload
@@ -428,7 +441,7 @@ def agentic_function(
         "defer": defer,
     }
 
-    def apply(target: Any) -> FunctionTool[Any, Any]:
+    def apply(target: Any, localns: dict[str, Any] | None = None) -> FunctionTool[Any, Any]:
         return _decorate(
             target,
             agentic=True,
@@ -437,9 +450,10 @@ def agentic_function(
             registry=registry,
             max_depth=max_depth,
             gate_options=gate_options,
+            localns=localns if localns is not None else _definer_locals(),
         )
 
-    return apply if fn is None else apply(fn)
+    return apply if fn is None else apply(fn, _definer_locals())
 
 
 def tool_from_callable(fn: Callable[..., Any]) -> Tool:

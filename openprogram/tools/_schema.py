@@ -49,9 +49,14 @@ class Signature:
 
 
 def signature_of(
-    fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    localns: dict[str, Any] | None = None,
 ) -> Signature:
-    """Build the spec and call plan of ``fn`` (see the module docstring)."""
+    """Build the spec and call plan of ``fn`` (see the module docstring). ``localns`` are
+    the names visible where ``fn`` was defined (string annotations may use them)."""
     tool_name = _check_name(name if name is not None else getattr(fn, "__name__", ""), fn)
     summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
     params = _model_params(fn, tool_name)
@@ -62,13 +67,15 @@ def signature_of(
             f"which {'is not a parameter' if len(unknown) == 1 else 'are not parameters'} of "
             f"{_qualname(fn)}; fix the name or remove the entry"
         )
-    hints = _hints(fn, tool_name)
+    hints = _hints(fn, tool_name, localns)
     fields: dict[str, Any] = {}
     for pname, param in params.items():
         annotation = hints.get(pname, Any)
         _check_annotation(tool_name, pname, annotation)
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+        doc = arg_docs.get(pname)
+        # no description=None: it would hide one given in Annotated[..., Field(...)]
+        fields[pname] = (annotation, Field(default, description=doc) if doc else Field(default))
     model = pydantic.create_model(
         f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
@@ -124,9 +131,11 @@ def _param_problem(pname: str, param: inspect.Parameter) -> str | None:
     return None
 
 
-def _hints(fn: Callable[..., Any], tool_name: str) -> dict[str, Any]:
+def _hints(
+    fn: Callable[..., Any], tool_name: str, localns: dict[str, Any] | None
+) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(fn, localns=localns, include_extras=True)
     except Exception as exc:  # NameError for a forward reference, TypeError for a bad hint
         raise ToolDefinitionError(
             f"tool {tool_name!r}: cannot resolve its type hints ({type(exc).__name__}: {exc}); "
