@@ -68,10 +68,11 @@ _STOP: dict[str, Literal["stop", "length", "toolUse"]] = {
 
 
 def tool_choice_fields(tool_choice: ToolChoice, parallel_tool_calls: bool | None) -> dict[str, Any]:
-    """The fields this choice adds **inside** ``toolConfig`` (next to ``tools``).
+    """The request-body fields for ``tool_choice``: ``toolConfig.toolChoice``.
 
-    ``"auto"`` → ``{"toolChoice": {"auto": {}}}``, ``"required"`` → ``{"any": {}}`` and
-    ``{"type": "function", "name": X}`` → ``{"tool": {"name": X}}``.
+    ``"auto"`` → ``{"toolConfig": {"toolChoice": {"auto": {}}}}``, ``"required"`` →
+    ``{"any": {}}`` and ``{"type": "function", "name": X}`` → ``{"tool": {"name": X}}``;
+    :func:`build_request` adds the ``tools`` list next to it in the same ``toolConfig``.
 
     ``"none"`` → ``{}``, meaning *send no toolConfig at all*: Converse has no "none" choice,
     and leaving the tools out is the only way to stop the model from calling them (it is
@@ -84,16 +85,16 @@ def tool_choice_fields(tool_choice: ToolChoice, parallel_tool_calls: bool | None
     the calls of one reply one after another anyway.
 
     >>> tool_choice_fields("required", None)
-    {'toolChoice': {'any': {}}}
+    {'toolConfig': {'toolChoice': {'any': {}}}}
     >>> tool_choice_fields("none", False)
     {}
     """
     choice = check_tool_choice(tool_choice)
     if isinstance(choice, dict):
-        return {"toolChoice": {"tool": {"name": choice["name"]}}}
+        return {"toolConfig": {"toolChoice": {"tool": {"name": choice["name"]}}}}
     if choice == "none":
         return {}
-    return {"toolChoice": {"auto": {}} if choice == "auto" else {"any": {}}}
+    return {"toolConfig": {"toolChoice": {"auto": {}} if choice == "auto" else {"any": {}}}}
 
 
 def build_request(
@@ -109,7 +110,7 @@ def build_request(
     fields = tool_choice_fields(options.tool_choice, options.parallel_tool_calls)
     if context.tools and fields:
         tools = [_tool_spec(t.name, t.description, t.parameters) for t in context.tools]
-        body["toolConfig"] = {"tools": tools, **fields}
+        body["toolConfig"] = {"tools": tools, **fields["toolConfig"]}
     body["messages"] = _messages(context.messages, as_text="toolConfig" not in body)
     if context.system_prompt:
         body["system"] = [{"text": context.system_prompt}]
