@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from openprogram_sim.matchers import describe, matches
 from openprogram_sim.runner import RunOutcome
@@ -68,11 +69,23 @@ def _check_raises(outcome: RunOutcome, out: list[Failure]) -> None:
                 f"returned: {outcome.result!r}",
             )
         )
-    elif isinstance(expect.raises, str) and expect.raises not in str(outcome.error):
+        return
+    spec = expect.raises
+    message = spec if isinstance(spec, str) else getattr(spec, "message", None)
+    wanted_type = getattr(spec, "type", None)
+    if wanted_type is not None:
+        names = [c.__name__ for c in type(outcome.error).__mro__]
+        if wanted_type not in names:
+            out.append(
+                Failure(
+                    f"exec raised {names[0]}, expected {wanted_type}",
+                    f"raised: {outcome.error_text}",
+                )
+            )
+    if message is not None and message not in str(outcome.error):
         out.append(
             Failure(
-                f"exec raised, but its message lacks {expect.raises!r}",
-                f"raised: {outcome.error_text}",
+                f"exec raised, but its message lacks {message!r}", f"raised: {outcome.error_text}"
             )
         )
 
@@ -120,7 +133,7 @@ def _check_requests(outcome: RunOutcome, out: list[Failure]) -> None:
             )
             continue
         actual = outcome.requests[index]
-        fields = want.model_dump(exclude_none=True, exclude={"call"})
+        fields = _loosen_messages(want.model_dump(exclude_none=True, exclude={"call"}))
         bad = {k: v for k, v in fields.items() if not matches(v, actual.get(k))}
         if bad:
             rows = [
@@ -134,6 +147,21 @@ def _check_requests(outcome: RunOutcome, out: list[Failure]) -> None:
                     "\n".join(rows),
                 )
             )
+
+
+def _subset(value: Any) -> Any:
+    if isinstance(value, dict) and not any(str(k).startswith("$") for k in value):
+        return {"$subset": value}
+    return value
+
+
+def _loosen_messages(fields: dict[str, Any]) -> dict[str, Any]:
+    """Message fields compare like event fields: the ones given must match."""
+    if "last_message" in fields:
+        fields["last_message"] = _subset(fields["last_message"])
+    if isinstance(fields.get("messages"), list):
+        fields["messages"] = [_subset(m) for m in fields["messages"]]
+    return fields
 
 
 def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:

@@ -61,7 +61,7 @@ class RunOutcome:
 
 def request_to_dict(request: ScriptedRequest) -> dict[str, Any]:
     """A recorded request as plain fields (what ``expect.requests`` compares)."""
-    messages = [{"role": m.role, "text": m.text} for m in request.messages]
+    messages = [_message_fields(m) for m in request.messages]
     return {
         "call": request.index,
         "depth": request.depth,
@@ -74,6 +74,18 @@ def request_to_dict(request: ScriptedRequest) -> dict[str, Any]:
         "last_message": messages[-1] if messages else None,
         "messages": messages,
     }
+
+
+def _message_fields(message: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {"role": message.role, "text": message.text}
+    if message.role == "assistant":
+        fields["tool_calls"] = [
+            {"name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    elif message.role == "toolResult":
+        fields["tool_name"] = message.tool_name
+        fields["is_error"] = message.is_error
+    return fields
 
 
 def _turn(turn: ModelTurn) -> Turn:

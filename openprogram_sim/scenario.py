@@ -35,6 +35,7 @@ __all__ = [
     "Expect",
     "FollowUp",
     "ModelTurn",
+    "RaisesSpec",
     "RequestExpect",
     "Scenario",
     "Steering",
@@ -225,16 +226,30 @@ class RequestExpect(_Model):
     parallel_tool_calls: Any = None
     system_prompt: Any = None
     message_count: Any = None
-    last_message: Any = Field(None, description="Fields of the last message sent (role, text).")
-    messages: Any = Field(None, description="Every message sent, each as fields (role, text).")
+    last_message: Any = Field(
+        None,
+        description="Fields of the last message sent (role, text, tool_calls, tool_name, "
+        "is_error); the fields given are compared.",
+    )
+    messages: Any = Field(None, description="Every message sent, each as fields (as last_message).")
 
 
 EventExpect = dict[str, dict[str, Any]]
 
 
+class RaisesSpec(_Model):
+    """``raises: {type: ModelError, message: quota}``: both optional."""
+
+    type: str | None = Field(None, description="The error class name (or a base class name).")
+    message: str | None = Field(None, description="Text the error message contains.")
+
+
 class Expect(_Model):
     result: Any = Field(None, description="What exec returned (a value or a matcher).")
-    raises: bool | str = Field(False, description="true: exec must raise; text: message has it.")
+    raises: bool | str | RaisesSpec = Field(
+        False,
+        description="true: exec must raise; text: its message contains it; or {type, message}.",
+    )
     model_calls: int | None = None
     requests: list[RequestExpect] = Field(default_factory=list)
     events: list[EventExpect] = Field(default_factory=list)

@@ -179,3 +179,37 @@ def test_a_call_beyond_the_script_fails_the_scenario_even_if_raising_is_expected
     v = check_outcome(run_scenario(parse_scenario(short + "expect: {raises: true}\n")))
     assert v.failures[0].title == "the model was called beyond its script"
     assert "model call #2 (depth 0, round 2) has no scripted turn" in v.failures[0].detail
+
+
+def test_raises_can_name_the_error_type() -> None:
+    erroring = BASE.replace('  - text: "Found 2."', '  - {stop_reason: error, error: "quota"}')
+
+    def titles(raises: str) -> list[str]:
+        text = erroring + f"expect: {{raises: {raises}}}\n"
+        return [f.title for f in check_outcome(run_scenario(parse_scenario(text))).failures]
+
+    assert titles("{type: ModelError, message: quota}") == []
+    assert titles("{type: RunError}") == []  # a base class counts
+    assert titles("{type: RunAbortedError}") == ["exec raised ModelError, expected RunAbortedError"]
+
+
+def test_request_messages_compare_the_fields_given_including_tool_calls() -> None:
+    v = verdict(
+        """\
+expect:
+  requests:
+    - call: 2
+      messages:
+        - {role: user}
+        - role: assistant
+          tool_calls:
+            - {name: search, arguments: {q: a}}
+            - {name: broken, arguments: {}}
+            - {name: search, arguments: {q: b}}
+        - {role: toolResult, tool_name: search, is_error: false}
+        - {role: toolResult, tool_name: broken, is_error: true, text: disk full}
+        - {role: toolResult, text: second hit}
+      last_message: {text: second hit}
+"""
+    )
+    assert v.passed, v.report()
