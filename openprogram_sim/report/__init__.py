@@ -1,0 +1,36 @@
+"""The HTML report: one self-contained file with every test's verdict and timeline.
+
+Build records with :func:`scenario_record`, :func:`invalid_record` or
+:func:`python_record` (plain JSON-safe dicts), then :func:`write_report`::
+
+    from openprogram_sim.report import scenario_record, write_report
+
+    records = [scenario_record(verdict, id="scenarios/x.yaml", path="scenarios/x.yaml")]
+    write_report("reports/report.html", records)
+
+Used by the pytest plugin (``--openprogram-report``) and by ``openprogram-sim run --report``.
+"""
+
+from __future__ import annotations
+
+from openprogram_sim.report._records import (
+    format_verdict,
+    invalid_record,
+    python_record,
+    run_entry,
+    scenario_record,
+    trace_properties,
+)
+from openprogram_sim.report._render import embed_json, render_report, write_report
+
+__all__ = [
+    "embed_json",
+    "format_verdict",
+    "invalid_record",
+    "python_record",
+    "render_report",
+    "run_entry",
+    "scenario_record",
+    "trace_properties",
+    "write_report",
+]

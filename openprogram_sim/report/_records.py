@@ -1,0 +1,201 @@
+"""Report records: one plain, JSON-safe dict per test (a scenario file or a Python test).
+
+Records are what the report renders and what pytest-xdist workers ship to the controller
+(attached to their test reports), so they hold only JSON types. Fields::
+
+    id, kind ("scenario" | "invalid" | "python"), title, path, description, tags,
+    status ("passed" | "failed" | "error" | "skipped"), duration (seconds),
+    props (see :func:`trace_properties`), failure (the diff text), issues (load errors),
+    result, error, runs: [{label, trace, usage, steering, follow_ups}]
+
+A run's ``trace`` is the trace without ``message_start``/``message_update`` entries (the
+``message_end`` carries the same fields), which keeps large suites small.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openprogram.types import Usage
+    from openprogram_sim.check import Verdict
+    from openprogram_sim.errors import ScenarioError
+    from openprogram_sim.scenario import Scenario
+
+__all__ = [
+    "format_verdict",
+    "invalid_record",
+    "plain",
+    "python_record",
+    "run_entry",
+    "scenario_record",
+    "trace_properties",
+]
+
+_DROPPED = frozenset({"message_start", "message_update"})
+SKIPPED_TEXT = "Skipped due to queued user message."
+
+
+def plain(value: Any) -> Any:
+    """``value`` with anything JSON cannot hold turned into text (dates, objects)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def trace_properties(traces: Iterable[Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """What CI dashboards show for a test, from its traces.
+
+    ``model_calls``: assistant messages; ``tool_calls``: calls the model made;
+    ``errors``: tool results with ``is_error`` plus runs that ended in error or aborted;
+    ``end_reason``: the outer exec's ``agent_end`` reason (of the last run);
+    ``max_depth``: the deepest nested exec reached (0: none).
+    """
+    model_calls = tool_calls = errors = max_depth = 0
+    end_reason = ""
+    for trace in traces:
+        for e in trace:
+            kind = e.get("type")
+            max_depth = max(max_depth, int(e.get("depth") or 0))
+            if kind == "message_end" and e.get("role") == "assistant":
+                model_calls += 1
+                tool_calls += len(e.get("tool_calls") or ())
+            elif kind == "tool_execution_end" and e.get("is_error"):
+                errors += 1
+            elif kind == "agent_end" and not e.get("depth"):
+                end_reason = str(e.get("reason") or "")
+                errors += end_reason in ("error", "aborted")
+    return {
+        "model_calls": model_calls,
+        "tool_calls": tool_calls,
+        "errors": errors,
+        "end_reason": end_reason,
+        "max_depth": max_depth,
+    }
+
+
+def _usage(usage: Usage | None) -> dict[str, int] | None:
+    if usage is None:
+        return None
+    fields = ("input", "output", "cache_read", "cache_write", "reasoning")
+    out = {f: int(getattr(usage, f, 0) or 0) for f in fields}
+    return {k: v for k, v in out.items() if v} or None
+
+
+def run_entry(
+    trace: Sequence[Mapping[str, Any]],
+    *,
+    label: str = "",
+    usage: Sequence[Usage | None] = (),
+    steering: Sequence[str] = (),
+    follow_ups: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One run of a record: its (compacted) trace and, per model call, its usage."""
+    return {
+        "label": label,
+        "trace": plain([e for e in trace if e.get("type") not in _DROPPED]),
+        "usage": [_usage(u) for u in usage],
+        "steering": list(steering),
+        "follow_ups": list(follow_ups),
+    }
+
+
+def format_verdict(verdict: Verdict) -> str:
+    """The failures of a verdict as the CLI prints them: ``- title`` then the indented diff."""
+    parts = []
+    for failure in verdict.failures:
+        lines = [f"- {failure.title}"]
+        lines += [f"  {line}" for line in failure.detail.splitlines()]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _scenario_run(scenario: Scenario, verdict: Verdict) -> dict[str, Any]:
+    outcome = verdict.outcome
+    turns = getattr(outcome.model, "turns", [])
+    return run_entry(
+        outcome.trace,
+        label=scenario.exec.content,
+        usage=[t.usage for t in turns[: outcome.model_calls]],
+        steering=[s.text for s in scenario.steering],
+        follow_ups=[f.text for f in scenario.follow_ups],
+    )
+
+
+def scenario_record(verdict: Verdict, *, id: str, path: str) -> dict[str, Any]:
+    """The record of a scenario run and its verdict."""
+    outcome = verdict.outcome
+    scenario = outcome.scenario
+    props = trace_properties([outcome.trace])
+    props["model_calls"] = outcome.model_calls
+    props["rounds"] = outcome.rounds
+    if outcome.error is not None and props["errors"] == 0:
+        props["errors"] = 1
+    result = outcome.result
+    return {
+        "id": id,
+        "kind": "scenario",
+        "title": scenario.scenario,
+        "path": path,
+        "description": scenario.description,
+        "tags": list(scenario.tags),
+        "status": "passed" if verdict.passed else "failed",
+        "duration": outcome.duration,
+        "props": props,
+        "failure": format_verdict(verdict),
+        "issues": [],
+        "result": plain(result) if result is not None else None,
+        "error": outcome.error_text,
+        "runs": [_scenario_run(scenario, verdict)],
+    }
+
+
+def invalid_record(error: ScenarioError, *, id: str, path: str) -> dict[str, Any]:
+    """The record of a scenario file that could not be loaded."""
+    return {
+        "id": id,
+        "kind": "invalid",
+        "title": f"invalid scenario file {path}",
+        "path": path,
+        "description": "",
+        "tags": [],
+        "status": "error",
+        "duration": 0.0,
+        "props": {},
+        "failure": "\n".join(str(i) for i in error.issues),
+        "issues": [str(i) for i in error.issues],
+        "result": None,
+        "error": None,
+        "runs": [],
+    }
+
+
+def python_record(
+    *,
+    id: str,
+    title: str,
+    path: str,
+    tags: Sequence[str],
+    status: str,
+    duration: float,
+    runs: list[dict[str, Any]],
+    failure: str = "",
+) -> dict[str, Any]:
+    """The record of a Python test that ran the loop through the plugin's fixtures."""
+    props = trace_properties(r["trace"] for r in runs)
+    return {
+        "id": id,
+        "kind": "python",
+        "title": title,
+        "path": path,
+        "description": "",
+        "tags": list(tags),
+        "status": status,
+        "duration": duration,
+        "props": props,
+        "failure": failure,
+        "issues": [],
+        "result": None,
+        "error": None,
+        "runs": runs,
+    }

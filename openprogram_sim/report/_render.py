@@ -1,0 +1,126 @@
+"""Rendering records into one self-contained HTML file, and writing it atomically.
+
+The page is server-rendered down to one row per test (so it reads, and parses, without
+JavaScript); each test's runs are embedded as JSON in their own
+``<script type="application/json">`` element and turned into a timeline by the inline
+script only when the row is opened, so a suite of thousands opens fast.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+__all__ = ["embed_json", "render_report", "write_report"]
+
+STATUSES = ("passed", "failed", "error", "skipped")
+_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+
+
+def embed_json(value: Any) -> Markup:
+    """JSON that is safe inside a ``<script>`` element: ``<``, ``>`` and ``&`` are escaped
+    as JSON unicode escapes, so ``</script>`` or ``<!--`` in the data cannot end it."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    for raw, escaped in _ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return Markup(text)
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(__package__, "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["json"] = embed_json
+    env.filters["seconds"] = _seconds
+    return env
+
+
+def _seconds(value: float) -> str:
+    if value < 1:
+        return f"{value * 1000:.1f} ms"
+    if value < 120:
+        return f"{value:.2f} s"
+    return f"{int(value // 60)} min {value % 60:.0f} s"
+
+
+def _summary(records: list[Mapping[str, Any]], wall_time: float | None) -> dict[str, Any]:
+    counts = Counter(r["status"] for r in records)
+    tags = Counter(t for r in records for t in r.get("tags", ()))
+    return {
+        "total": len(records),
+        "counts": {s: counts.get(s, 0) for s in STATUSES},
+        "duration": sum(float(r.get("duration") or 0) for r in records),
+        "wall_time": wall_time,
+        "tags": sorted(tags.items()),
+        "slowest": sorted(enumerate(records), key=lambda p: -float(p[1].get("duration") or 0))[:5],
+    }
+
+
+def render_report(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    title: str = "openprogram report",
+    source: str = "",
+    wall_time: float | None = None,
+) -> str:
+    """The HTML page for ``records`` (sorted by id)."""
+    rows = sorted(records, key=lambda r: r["id"])
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        title=title,
+        source=source,
+        generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        summary=_summary(rows, wall_time),
+        records=rows,
+        statuses=STATUSES,
+        css=Markup(_asset("report.css")),
+        js=Markup(_asset("report.js")),
+    )
+
+
+def write_report(
+    path: str | os.PathLike[str],
+    records: Iterable[Mapping[str, Any]],
+    **options: Any,
+) -> Path:
+    """Render and write the report: to a temporary file beside ``path``, then
+    ``os.replace`` it into place, so a reader never sees a half-written page."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = render_report(records, **options)
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,342 @@
+// openprogram report: filters over the server-rendered rows, and timelines built from
+// each row's embedded JSON only when the row is opened (so thousands of rows load fast).
+// Everything from the data goes into the page through textContent, never as HTML.
+(function () {
+  "use strict";
+
+  var SKIPPED = "Skipped due to queued user message.";
+  var LONG = 240;
+  var rows = Array.prototype.slice.call(document.querySelectorAll("details.test"));
+  var haystacks = rows.map(function (row) {
+    var title = row.querySelector(".title");
+    return [row.dataset.id, row.dataset.tags, title ? title.textContent : ""]
+      .join(" ").toLowerCase();
+  });
+
+  // ------------------------------------------------------------------ DOM helpers
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function add(parent) {
+    for (var i = 1; i < arguments.length; i++) {
+      if (arguments[i]) parent.appendChild(arguments[i]);
+    }
+    return parent;
+  }
+
+  function json(value) {
+    try { return JSON.stringify(value); } catch (e) { return String(value); }
+  }
+
+  // A text that is long or has many lines shows its start; the rest opens on a click.
+  function collapsible(cls, text) {
+    var value = text === null || text === undefined ? "" : String(text);
+    var lines = value.split("\n");
+    if (value.length <= LONG && lines.length <= 4) return el("span", cls, value);
+    var box = el("details", cls);
+    var head = lines[0].length > 120 ? lines[0].slice(0, 117) + "..." : lines[0];
+    add(box, el("summary", null, head + "  (" + value.length + " chars, " + lines.length +
+      " line" + (lines.length === 1 ? "" : "s") + ")"), el("pre", null, value));
+    return box;
+  }
+
+  function callText(name, args) {
+    if (args && typeof args === "object" && !Array.isArray(args)) {
+      var parts = Object.keys(args).map(function (k) { return k + "=" + json(args[k]); });
+      return name + "(" + parts.join(", ") + ")";
+    }
+    return name + "(" + (args === undefined ? "" : json(args)) + ")";
+  }
+
+  // ------------------------------------------------------------------ trace -> tree
+
+  function newExec(depth) {
+    return { depth: depth, rounds: [], reason: null, ended: false, tools: {}, lastTool: null };
+  }
+
+  function roundOf(exec, n) {
+    var last = exec.rounds[exec.rounds.length - 1];
+    if (!last || last.n !== n) {
+      last = { n: n, items: [] };
+      exec.rounds.push(last);
+    }
+    return last;
+  }
+
+  // Nested execs are attached to the tool call whose body opened them.
+  function openNested(parent, depth) {
+    var child = newExec(depth);
+    var host = parent.lastTool;
+    if (host && !host.done) host.nested.push(child);
+    else roundOf(parent, parent.rounds.length ? parent.rounds[parent.rounds.length - 1].n : 0)
+      .items.push({ kind: "nested", exec: child });
+    return child;
+  }
+
+  function buildTree(run) {
+    var root = newExec(0);
+    var stack = [root];
+    var calls = 0;
+    var usage = run.usage || [];
+    var entered = { steering: run.steering || [], follow_ups: run.follow_ups || [] };
+    (run.trace || []).forEach(function (e) {
+      var depth = e.depth || 0;
+      while (stack.length > 1 && depth < stack[stack.length - 1].depth) stack.pop();
+      var exec = stack[stack.length - 1];
+      if (depth === exec.depth && exec.ended && e.type === "agent_start" && stack.length > 1) {
+        stack.pop();
+        exec = stack[stack.length - 1];
+      }
+      while (depth > exec.depth) {
+        exec = openNested(exec, exec.depth + 1);
+        stack.push(exec);
+      }
+      handle(exec, e);
+    });
+
+    function handle(exec, e) {
+      var round;
+      switch (e.type) {
+        case "turn_start":
+          roundOf(exec, e.round);
+          break;
+        case "message_end":
+          round = roundOf(exec, e.round);
+          if (e.role === "user") {
+            var first = exec.rounds.length === 1 && !round.items.some(function (it) {
+              return it.kind === "user";
+            });
+            var label = first ? "prompt" : kindOf(e.text, entered);
+            round.items.push({ kind: "user", label: label, text: e.text, entered: !first });
+          } else if (e.role === "assistant") {
+            round.items.push({
+              kind: "model", text: e.text, picks: e.tool_calls || [], stop: e.stop_reason,
+              error: e.error, usage: usage[calls] || null
+            });
+            calls += 1;
+          }
+          break;
+        case "tool_execution_start":
+          round = roundOf(exec, e.round);
+          var tool = { kind: "tool", name: e.tool_name, args: e.args, nested: [], done: false,
+            updates: 0 };
+          exec.tools[e.tool_call_id] = tool;
+          exec.lastTool = tool;
+          round.items.push(tool);
+          break;
+        case "tool_execution_update":
+          if (exec.tools[e.tool_call_id]) exec.tools[e.tool_call_id].updates += 1;
+          break;
+        case "tool_execution_end":
+          var t = exec.tools[e.tool_call_id];
+          if (!t) {
+            t = { kind: "tool", name: e.tool_name, args: e.args, nested: [], updates: 0 };
+            roundOf(exec, e.round).items.push(t);
+          }
+          t.done = true;
+          t.result = e.result;
+          t.isError = !!e.is_error;
+          t.skipped = t.isError && e.result === SKIPPED;
+          break;
+        case "agent_end":
+          exec.reason = e.reason;
+          exec.ended = true;
+          break;
+        default:
+          break;
+      }
+    }
+    return root;
+  }
+
+  function kindOf(text, entered) {
+    if (entered.steering.indexOf(text) >= 0) return "steering";
+    if (entered.follow_ups.indexOf(text) >= 0) return "follow-up";
+    return "user";
+  }
+
+  // ------------------------------------------------------------------ tree -> DOM
+
+  function usageText(u) {
+    if (!u) return "";
+    return "usage " + Object.keys(u).map(function (k) { return k + " " + u[k]; }).join(" · ");
+  }
+
+  // The result where the call returned: an error in its place, a skip marked as such.
+  function resultOf(item) {
+    var span = el("span", "res");
+    if (!item.done) add(span, el("span", "result err", "→ no result (the run ended first)"));
+    else if (item.skipped) add(span, el("span", "result skip", "⤼ skipped: " + item.result));
+    else if (item.isError) add(span, el("span", "result err", "✗ error: "), collapsible("result err", item.result));
+    else add(span, el("span", "result", "→ "), collapsible("result", item.result));
+    if (item.updates) add(span, el("span", "usage", item.updates + " progress update(s)"));
+    return span;
+  }
+
+  function renderItem(item) {
+    var row;
+    if (item.kind === "user") {
+      row = el("div", "ev user" + (item.entered ? " entered" : ""));
+      add(row, el("span", "label", item.label), collapsible("text", item.text));
+      return row;
+    }
+    if (item.kind === "model") {
+      row = el("div", "ev model");
+      add(row, el("span", "label", "model"));
+      if (item.picks.length) add(row, el("span", "picks", "picks " + item.picks.join(", ")));
+      if (item.text) {
+        if (item.picks.length) add(row, el("span", null, "  "));
+        add(row, collapsible("text", item.text));
+      }
+      if (!item.picks.length && !item.text) add(row, el("span", "text", "(no text)"));
+      if (item.stop && item.stop !== "stop" && item.stop !== "toolUse") {
+        add(row, el("span", "result err", "  [" + item.stop + "]" +
+          (item.error ? " " + item.error : "")));
+      }
+      if (item.usage) add(row, el("span", "usage", usageText(item.usage)));
+      return row;
+    }
+    if (item.kind === "tool") {
+      var box = el("div", "tool-box");
+      row = el("div", "ev tool" + (item.skipped ? " skipped" : ""));
+      add(row, el("span", "label", item.skipped ? "skipped" : "tool"),
+        el("span", "call", callText(item.name, item.args)));
+      add(box, row);
+      if (!item.nested.length) {
+        add(row, el("span", null, "  "), resultOf(item));
+        return box;
+      }
+      item.nested.forEach(function (ex) { add(box, renderExec(ex)); });
+      add(box, add(el("div", "ev"), el("span", "label", ""), resultOf(item)));
+      return box;
+    }
+    if (item.kind === "nested") return renderExec(item.exec);
+    return el("div", "ev", json(item));
+  }
+
+  function renderExec(exec) {
+    var box = el("div", "exec" + (exec.depth ? " nested" : ""));
+    box.dataset.depth = exec.depth;
+    var total = exec.rounds.length;
+    if (exec.depth) {
+      add(box, el("div", "exec-head", "nested exec · depth " + exec.depth + " · " + total +
+        " round" + (total === 1 ? "" : "s")));
+    }
+    exec.rounds.forEach(function (round, i) {
+      var r = el("div", "round");
+      add(r, el("div", "round-head", "round " + (i + 1) + "/" + total));
+      round.items.forEach(function (item) { add(r, renderItem(item)); });
+      add(box, r);
+    });
+    var reason = exec.reason || "unfinished";
+    var note = {
+      stop: "finished: the model answered with text",
+      cap: "round cap hit after " + total + " round" + (total === 1 ? "" : "s") +
+        ": a normal finish with the last message",
+      error: "ended: the model stopped with an error",
+      aborted: "ended: aborted",
+      unfinished: "the trace ends before agent_end"
+    }[reason] || "ended: " + reason;
+    add(box, el("div", "stop " + reason, note));
+    return box;
+  }
+
+  function rawLines(trace) {
+    return trace.map(function (e, i) {
+      var line = "#" + i + " " + e.type + " d" + (e.depth || 0) + " r" + (e.round || 0);
+      if (e.tool_name) line += " " + callText(e.tool_name, e.args);
+      if (e.type === "tool_execution_end") line += (e.is_error ? " -> error: " : " -> ok: ") + json(e.result);
+      if (e.role) line += " " + e.role + (e.text ? " " + json(e.text) : "");
+      if (e.tool_calls && e.tool_calls.length) line += " calls=" + json(e.tool_calls);
+      if (e.stop_reason && e.type === "message_end") line += " [" + e.stop_reason + "]";
+      if (e.reason) line += " reason=" + e.reason;
+      return line;
+    }).join("\n");
+  }
+
+  function renderTimeline(row) {
+    var holder = row.querySelector(".timeline");
+    var data = row.querySelector("script.runs");
+    if (!holder || !data || holder.dataset.built) return;
+    holder.dataset.built = "1";
+    var runs = JSON.parse(data.textContent);
+    runs.forEach(function (run, i) {
+      var box = el("section", "run");
+      var title = runs.length > 1 ? "run " + (i + 1) + "/" + runs.length : "timeline";
+      add(box, el("h3", null, title + (run.label ? " · " + run.label : "")));
+      add(box, renderExec(buildTree(run)));
+      var raw = el("details", "raw");
+      add(raw, el("summary", null, "raw events (" + (run.trace || []).length + ")"));
+      raw.addEventListener("toggle", function once() {
+        if (raw.open && raw.childNodes.length === 1) add(raw, el("pre", null, rawLines(run.trace || [])));
+      });
+      add(holder, add(box, raw));
+    });
+  }
+
+  // ------------------------------------------------------------------ filters
+
+  var statusBoxes = Array.prototype.slice.call(document.querySelectorAll("input[name=status]"));
+  var tagSelect = document.getElementById("tag");
+  var search = document.getElementById("search");
+  var shown = document.getElementById("shown");
+
+  function applyFilters() {
+    var statuses = {};
+    statusBoxes.forEach(function (b) { statuses[b.value] = b.checked; });
+    var tag = tagSelect ? tagSelect.value : "";
+    var words = (search ? search.value : "").toLowerCase().split(/\s+/).filter(Boolean);
+    var count = 0;
+    rows.forEach(function (row, i) {
+      var ok = statuses[row.dataset.status] !== false;
+      if (ok && tag) ok = (" " + row.dataset.tags + " ").indexOf(" " + tag + " ") >= 0;
+      if (ok && words.length) ok = words.every(function (w) { return haystacks[i].indexOf(w) >= 0; });
+      row.hidden = !ok;
+      if (ok) count += 1;
+    });
+    if (shown) shown.textContent = count + " of " + rows.length + " shown";
+  }
+
+  var timer = null;
+  function later() {
+    clearTimeout(timer);
+    timer = setTimeout(applyFilters, rows.length > 2000 ? 150 : 30);
+  }
+
+  statusBoxes.forEach(function (b) { b.addEventListener("change", applyFilters); });
+  if (tagSelect) tagSelect.addEventListener("change", applyFilters);
+  if (search) search.addEventListener("input", later);
+
+  rows.forEach(function (row) {
+    row.addEventListener("toggle", function () { if (row.open) renderTimeline(row); });
+  });
+
+  function byId(id) { return id ? document.getElementById(id) : null; }
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest ? event.target.closest("a[data-goto]") : null;
+    if (!link) return;
+    var row = byId(link.dataset.goto);
+    if (row) { row.hidden = false; row.open = true; }
+  });
+  var failures = document.getElementById("open-failures");
+  if (failures) failures.addEventListener("click", function () {
+    rows.forEach(function (row) {
+      if (!row.hidden && (row.dataset.status === "failed" || row.dataset.status === "error")) row.open = true;
+    });
+  });
+  var collapse = document.getElementById("collapse");
+  if (collapse) collapse.addEventListener("click", function () {
+    rows.forEach(function (row) { row.open = false; });
+  });
+
+  // A link to #t12 opens that row.
+  var target = byId(location.hash.slice(1));
+  if (target && target.tagName === "DETAILS") target.open = true;
+  window.openprogramReport = { rows: rows, render: renderTimeline, buildTree: buildTree };
+})();
