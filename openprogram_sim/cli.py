@@ -1,6 +1,6 @@
 """``openprogram-sim``: run scenario files, export their schema.
 
-    openprogram-sim run [PATHS...] [--json] [-k TEXT]
+    openprogram-sim run [PATHS...] [--json] [-k TEXT] [--report PATH]
     openprogram-sim schema [-o FILE]
 
 ``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
@@ -176,12 +176,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print_text(results, elapsed, sys.stdout)
+    if args.report:
+        _write_report(results, args.report, elapsed)
     if not results:
         print("openprogram-sim: no scenario files found", file=sys.stderr)
         return 2
     if any(r.status == "error" for r in results):
         return 2
     return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def _write_report(results: list[ScenarioResult], target: str, elapsed: float) -> None:
+    from openprogram_sim.report import invalid_record, scenario_record, write_report
+
+    base = Path.cwd().resolve()
+    records = []
+    for result in results:
+        path = _relative(result.path, base)
+        if result.load_error is not None:
+            records.append(invalid_record(result.load_error, id=path, path=path))
+        elif result.verdict is not None:
+            records.append(scenario_record(result.verdict, id=path, path=path))
+    written = write_report(target, records, source="openprogram-sim run", wall_time=elapsed)
+    print(f"openprogram-sim: report written to {written}", file=sys.stderr)
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -203,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="*", help="files or folders (default: scenarios/)")
     run.add_argument("--json", action="store_true", help="print machine-readable results")
     run.add_argument("-k", "--keyword", help="only scenarios whose title or path contains this")
+    run.add_argument("--report", metavar="PATH", help="also write a self-contained HTML report")
     run.set_defaults(func=_cmd_run)
     schema = sub.add_parser("schema", help="print the JSON Schema of scenario files")
     schema.add_argument("-o", "--output", help="write to this file instead of stdout")
