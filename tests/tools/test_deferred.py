@@ -171,3 +171,17 @@ def test_no_deferred_tool_means_no_search_tool(registry: ToolRegistry) -> None:
     runtime, model, _ = run_with(["ok"], registry)
     runtime.exec("go")
     assert model.requests[0].tools == ["only"]
+
+
+def test_tool_dicts_carry_gating_keys(registry: ToolRegistry) -> None:
+    """How scenario files mark simulated tools: gating flags as keys of the tool dict."""
+    registry.register(
+        {"spec": {"name": "lookup"}, "execute": lambda: "found", "defer": True, "toolset": "kb"}
+    )
+    registry.register({"spec": {"name": "secret"}, "execute": lambda: "", "unsafe_in": "chat"})
+    turns = [{"tool_calls": [{"lookup": {}}]}, "done"]
+    runtime, model, rec = run_with(turns, registry)
+    runtime.exec("go", tools_source="chat")
+    assert model.requests[0].tools == ["tool_search"]
+    assert tool_results(rec) == [("lookup", False, "found")]  # callable before loading
+    assert registry.select(toolset="kb").names == ["lookup"]
