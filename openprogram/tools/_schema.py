@@ -68,14 +68,7 @@ def signature_of(
             f"{_qualname(fn)}; fix the name or remove the entry"
         )
     hints = _hints(fn, tool_name, localns)
-    fields: dict[str, Any] = {}
-    for pname, param in params.items():
-        annotation = hints.get(pname, Any)
-        _check_annotation(tool_name, pname, annotation)
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        doc = arg_docs.get(pname)
-        # no description=None: it would hide one given in Annotated[..., Field(...)]
-        fields[pname] = (annotation, Field(default, description=doc) if doc else Field(default))
+    fields = _fields(tool_name, params, hints, arg_docs)
     model = pydantic.create_model(
         f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
     )
@@ -87,6 +80,24 @@ def signature_of(
         model=None if all(_is_plain(hints.get(n, Any)) for n in params) else model,
         is_async=inspect.iscoroutinefunction(fn),
     )
+
+
+def _fields(
+    tool_name: str,
+    params: dict[str, inspect.Parameter],
+    hints: dict[str, Any],
+    arg_docs: dict[str, str],
+) -> dict[str, Any]:
+    """pydantic field definitions, one per parameter the model fills in."""
+    fields: dict[str, Any] = {}
+    for pname, param in params.items():
+        annotation = hints.get(pname, Any)
+        _check_annotation(tool_name, pname, annotation)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        doc = arg_docs.get(pname)
+        # no description=None: it would hide one given in Annotated[..., Field(...)]
+        fields[pname] = (annotation, Field(default, description=doc) if doc else Field(default))
+    return fields
 
 
 def _qualname(fn: Callable[..., Any]) -> str:
