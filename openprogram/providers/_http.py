@@ -78,12 +78,17 @@ def http_error_text(
     error body (or the start of the body when it is not JSON), and ``retry-after``."""
     raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     message, code = _error_details(raw)
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    # Bedrock names the error only in a header (e.g. "ThrottlingException:http://...").
+    amzn = lowered.get("x-amzn-errortype", "").split(":", 1)[0]
+    if amzn and (not code or code.isdigit()):
+        code = amzn
     text = f"{provider} API error: HTTP {status}"
     if code:
         text += f" ({code})"
     if message:
         text += f": {message}"
-    retry_after = (headers or {}).get("retry-after")
+    retry_after = lowered.get("retry-after")
     if retry_after:
         text += f" (retry-after: {retry_after})"
     return text
@@ -104,7 +109,14 @@ def _error_details(raw: str) -> tuple[str, str]:
     if not isinstance(error, dict):
         return raw.strip()[:_MAX_ERROR_BODY], ""
     message = error.get("message") or error.get("Message") or ""
-    code = error.get("code") or error.get("type") or error.get("status") or data.get("__type")
+    # A symbolic code says more than a number that repeats the HTTP status (Gemini sends
+    # both: code 404, status NOT_FOUND).
+    raw_code = error.get("code")
+    symbolic = error.get("type") or error.get("status") or data.get("__type")
+    if isinstance(raw_code, str) and raw_code and not raw_code.isdigit():
+        code = raw_code
+    else:
+        code = symbolic or raw_code
     return str(message), str(code) if code else ""
 
 

@@ -453,7 +453,11 @@ def test_corrupted_frame_is_an_error_not_a_crash() -> None:
 @pytest.mark.parametrize(
     ("status", "headers", "needle"),
     [
-        (400, {"x-amzn-errortype": "ValidationException"}, "HTTP 400: Malformed input"),
+        (
+            400,
+            {"x-amzn-errortype": "ValidationException"},
+            "HTTP 400 (ValidationException): Malformed input",
+        ),
         (429, {"retry-after": "3"}, "(retry-after: 3)"),
         (500, {}, "HTTP 500"),
     ],
