@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, field_validator
 from tools_support import run_with, tool_results
 
 from openprogram import (
@@ -238,3 +239,44 @@ def test_execute_validates_like_the_model_path(registry: ToolRegistry) -> None:
     assert double.execute(n="21") == 42
     with pytest.raises(ValueError, match='Validation failed for tool "double"'):
         double.execute(n="many")
+
+
+class Even(BaseModel):
+    n: int
+
+    @field_validator("n")
+    @classmethod
+    def _even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError("must be even")
+        return value
+
+
+def test_conversion_errors_read_like_validation_errors(registry: ToolRegistry) -> None:
+    @function(registry=registry)
+    def halve(pair: Even) -> int:
+        """Halve."""
+        return pair.n // 2
+
+    runtime, _, rec = run_with([{"tool_calls": [{"halve": {"pair": {"n": 3}}}]}, "ok"], registry)
+    runtime.exec("go")
+    assert tool_results(rec) == [
+        (
+            "halve",
+            True,
+            'Validation failed for tool "halve":\n  - pair.n: Value error, must be even',
+        )
+    ]
+
+
+def test_a_tool_needing_a_runtime_outside_any_exec(registry: ToolRegistry) -> None:
+    @agentic_function
+    def needs(runtime: Runtime) -> str:
+        """Needs a runtime."""
+        return "never"
+
+    with pytest.raises(RuntimeError) as info:
+        needs.tool.run("c1", {}, None, None)
+    assert str(info.value) == (
+        "tool 'needs' needs a runtime and none is running; offer it through Runtime.exec"
+    )
