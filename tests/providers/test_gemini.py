@@ -362,7 +362,7 @@ def test_non_streaming_uses_generate_content() -> None:
 @pytest.mark.parametrize(
     ("status", "headers", "needle"),
     [
-        (400, {}, "HTTP 400 (400): API key not valid"),
+        (400, {}, "HTTP 400 (INVALID_ARGUMENT): API key not valid"),
         (429, {"retry-after": "17"}, "retry-after: 17"),
         (500, {}, "HTTP 500"),
     ],
@@ -371,7 +371,7 @@ def test_http_errors_become_an_error_event(
     status: int, headers: dict[str, str], needle: str
 ) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        error = {"error": {"code": status, "message": "API key not valid", "status": "X"}}
+        error = {"error": {"code": status, "message": "API key not valid", "status": "INVALID_ARGUMENT"}}
         return httpx.Response(status, json=error, headers=headers)
 
     events = _collect(handler)
