@@ -501,7 +501,10 @@ def encode_anthropic(plan: Plan, *, stream: bool) -> WireResponse:
     def add(kind: str, **fields: Any) -> None:
         chunks.append(_sse({"type": kind, **fields}, kind))
 
-    add("message_start", message={**message, "usage": _anthropic_usage(usage, output=1)})
+    add(
+        "message_start",
+        message={**message, "usage": _anthropic_usage(usage, output=min(1, usage.output))},
+    )
     add("ping")
     index = 0
     if plan.thinking:
