@@ -71,11 +71,15 @@ TURN_KINDS = ("text", "calls", "error", "aborted", "truncate", "raise", "hang")
 """The kinds of model turn, plainest first. ``hang`` waits for an abort, so scenario
 files (which cannot abort) never use it."""
 
-_KIND_WEIGHTS = {"text": 5, "calls": 10}  # the others weigh 1
+_KIND_WEIGHTS = {"text": 8, "calls": 16}  # the others weigh 1
 
 MAX_ITERATIONS = (None, 0, -1, 1, 2, 3, 5, 50, 51, 100)
 """``max_iterations`` values: not given, the floor (0, negative), small caps, the hard
 cap and beyond it."""
+
+_CALL_WEIGHTS = {"valid": 6, "invalid": 2, "unknown": 1}
+_MENU_WEIGHTS = {"full": 4, "list": 2}  # the others weigh 1
+_CAP_WEIGHTS = {None: 4}  # the others weigh 1
 
 RAW_ARGUMENTS = ("not json", "[1, 2]", "42", '{"q": ', "null")
 """Argument texts that are not a JSON object (sent verbatim)."""
@@ -88,6 +92,7 @@ _WRONG_TYPE: dict[str, tuple[Any, ...]] = {  # values the lenient coercion canno
 }
 
 # --------------------------------------------------------------------------- primitives
+
 
 class Source(Protocol):
     """Where choices come from: ``integer(low, high)`` returns one in ``[low, high]``, and
@@ -198,9 +203,7 @@ def _valid_value(src: Source, prop: Mapping[str, Any]) -> Any:
 def valid_arguments(src: Source, schema: Mapping[str, Any]) -> dict[str, Any]:
     props: Mapping[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or ())
-    return {
-        k: _valid_value(src, v) for k, v in props.items() if k in required or flag(src)
-    }
+    return {k: _valid_value(src, v) for k, v in props.items() if k in required or flag(src)}
 
 
 def invalid_arguments(src: Source, schema: Mapping[str, Any]) -> Any:
@@ -297,7 +300,7 @@ def tool_call(
         kinds.append("invalid")
     if unknown or not tools:
         kinds.append("unknown")
-    kind = pick(src, kinds)
+    kind = weighted(src, kinds, _CALL_WEIGHTS)
     if kind == "unknown":
         return call_entry(pick(src, UNKNOWN_TOOL_NAMES), {})
     name = pick(src, sorted(tools))
@@ -360,6 +363,8 @@ def script(
     spin: bool,
 ) -> list[dict[str, Any]]:
     turns = many(src, turn, low, high)
+    if integer(src, 0, 3) != 0:  # most scripts end on a final answer, some run dry
+        turns.append({"text": text(src)})
     # Rarely, a model that never stops picking: enough identical tool-call rounds to hit
     # the hard cap of 50 (drawn at the far end of a range, which Hypothesis reaches rarely).
     if spin and integer(src, 0, 40) == 40:
@@ -375,7 +380,7 @@ def exec_args(
     src: Source, names: Sequence[str], menus: Sequence[str], caps: Sequence[Any]
 ) -> dict[str, Any]:
     out: dict[str, Any] = {"content": text(src)}
-    menu = pick(src, menus)
+    menu = weighted(src, menus, _MENU_WEIGHTS)
     if menu == "list":
         out["tools"] = subset(src, names, 4)
     elif menu == "empty":
@@ -391,7 +396,7 @@ def exec_args(
     parallel = pick(src, (None, True, False))
     if parallel is not None:
         out["parallel_tool_calls"] = parallel
-    cap = pick(src, caps)
+    cap = weighted(src, caps, _CAP_WEIGHTS)
     if cap is not None:
         out["max_iterations"] = cap
     return out

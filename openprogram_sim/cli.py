@@ -2,6 +2,7 @@
 
     openprogram-sim run [PATHS...] [--json] [-k TEXT] [--report PATH]
     openprogram-sim schema [-o FILE]
+    openprogram-sim fuzz [--examples N] [--seed S] [--workers K] [--regressions DIR]
 
 ``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
 each failure and a summary; a progress bar is drawn on stderr for long runs in a terminal.
@@ -210,6 +211,27 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    from openprogram_sim._campaign import fuzz_command  # Hypothesis loads only for fuzz
+
+    if args.examples < 0 or args.workers < 1 or args.replay_every < 0:
+        print(
+            "openprogram-sim fuzz: --examples >= 0, --workers >= 1, --replay-every >= 0",
+            file=sys.stderr,
+        )
+        return 2
+    regressions = None if args.no_write else args.regressions
+    return fuzz_command(
+        args.examples,
+        args.seed,
+        args.workers,
+        regressions,
+        replay_every=args.replay_every,
+        out=sys.stdout,
+        err=sys.stderr,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openprogram-sim",
@@ -225,6 +247,25 @@ def build_parser() -> argparse.ArgumentParser:
     schema = sub.add_parser("schema", help="print the JSON Schema of scenario files")
     schema.add_argument("-o", "--output", help="write to this file instead of stdout")
     schema.set_defaults(func=_cmd_schema)
+    fuzz = sub.add_parser("fuzz", help="generate scenarios and check the loop's invariants")
+    fuzz.add_argument("--examples", type=int, default=1000, help="scenarios to run (1000)")
+    fuzz.add_argument("--seed", type=int, default=0, help="campaign seed (0)")
+    fuzz.add_argument("--workers", type=int, default=1, help="processes to spread over (1)")
+    fuzz.add_argument(
+        "--replay-every",
+        type=int,
+        default=4,
+        metavar="N",
+        help="run every N-th scenario twice and compare traces (4; 0: never)",
+    )
+    fuzz.add_argument(
+        "--regressions",
+        default="scenarios/regressions",
+        metavar="DIR",
+        help="where a shrunk failing case is written (scenarios/regressions)",
+    )
+    fuzz.add_argument("--no-write", action="store_true", help="do not write a regression file")
+    fuzz.set_defaults(func=_cmd_fuzz)
     return parser
 
 

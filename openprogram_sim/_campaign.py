@@ -1,0 +1,461 @@
+"""Fuzz campaigns: generated scenarios run through the real runner, invariants checked.
+
+Speed is a feature here, and three choices give it:
+
+- Generation: each Hypothesis example draws a batch of byte strings (one per scenario)
+  and the builders of :mod:`openprogram_sim._strategies` read the scenario from them.
+  One large draw per scenario costs a fraction of the ~80 small draws the public
+  strategies make, and the shrinker still works (lower bytes are simpler choices).
+- Execution: each process keeps one event loop and runs every scenario on it
+  (``asyncio.run`` per run would cost more than a typical run); scenarios go straight from
+  dicts to the runner, never through YAML.
+- Cores: the campaign is cut into chunks with seeds derived from the campaign seed, so a
+  campaign is the same whatever the number of worker processes; on a violation, the
+  failing chunk with the lowest index is the one reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import math
+import multiprocessing
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from openprogram.agent.agent_loop import SKIPPED_TEXT
+from openprogram_sim import _strategies as _s
+from openprogram_sim._invariants import check_outcome_invariants, steering_triggers
+from openprogram_sim._regression import write_regression
+from openprogram_sim.runner import RunOutcome, arun_scenario
+from openprogram_sim.scenario import Scenario
+
+__all__ = [
+    "CampaignResult",
+    "FuzzFailure",
+    "FuzzStats",
+    "run_campaign",
+    "scenario_from_bytes",
+]
+
+SCENARIO_BYTES = 160
+"""Bytes drawn per scenario (choices past them take their simplest value)."""
+
+_OPTIONS = (
+    1,  # min_tools
+    4,  # max_tools
+    ("returns", "raises", "exec"),
+    1,  # min_turns
+    8,  # max_turns
+    4,  # max_calls
+    ("text", "calls", "error", "aborted", "truncate", "raise"),
+    ("full", "list", "empty", "none"),
+    _s.MAX_ITERATIONS,
+    2,  # max_steering
+    2,  # max_follow_ups
+    True,  # spin
+)
+
+
+def scenario_from_bytes(blob: bytes) -> dict[str, Any]:
+    """The scenario dict the campaign builds from one byte string (the defaults of
+    :func:`openprogram_sim.strategies.scenario_dicts`)."""
+    return _s.scenario_dict(_s.ByteSource(blob), *_OPTIONS)
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+@dataclass(slots=True)
+class FuzzStats:
+    """What a campaign generated and ran."""
+
+    runs: int = 0
+    replays: int = 0
+    rounds: int = 0
+    """Model calls (assistant replies), all depths."""
+    tool_calls: int = 0
+    results: Counter[str] = field(default_factory=Counter)
+    """Tool results by kind: ok, tool error, unknown tool, invalid arguments, skipped."""
+    faults: Counter[str] = field(default_factory=Counter)
+    """Model turns that failed, by kind."""
+    ends: Counter[str] = field(default_factory=Counter)
+    """``agent_end.reason`` of every run (all depths)."""
+    steering: int = 0
+    """Steering messages injected (their trigger point was reached)."""
+    follow_ups: int = 0
+    nested_runs: int = 0
+    max_depth: int = 0
+    max_rounds: int = 0
+    """The most rounds one run made."""
+
+    def add(self, outcome: RunOutcome) -> None:
+        self.runs += 1
+        trace = outcome.trace
+        rounds_by_run: list[int] = []
+        for e in trace:
+            kind = e["type"]
+            if kind == "tool_execution_end":
+                self.results[_result_kind(e)] += 1
+            elif kind == "agent_end":
+                self.ends[e["reason"]] += 1
+                rounds_by_run.append(e["round"])
+            elif kind == "agent_start" and e["depth"] > 0:
+                self.nested_runs += 1
+                self.max_depth = max(self.max_depth, e["depth"])
+            elif kind == "tool_execution_start":
+                self.tool_calls += 1
+        self.rounds += outcome.model.calls
+        self.max_rounds = max(self.max_rounds, *rounds_by_run, 0)
+        turns = outcome.model.turns[: outcome.model.calls]
+        for turn in turns:
+            if turn.fault is not None:
+                self.faults[f"fault {turn.fault}"] += 1
+            elif turn.stop_reason in ("error", "aborted"):
+                self.faults[f"{turn.stop_reason} stop"] += 1
+        if outcome.model.calls > len(turns):
+            self.faults["script exhausted"] += outcome.model.calls - len(turns)
+        scenario = outcome.scenario
+        if scenario.steering:
+            self.steering += len(steering_triggers(scenario, trace))
+        self.follow_ups += len(scenario.follow_ups)
+
+    def merge(self, other: FuzzStats) -> None:
+        for name in ("runs", "replays", "rounds", "tool_calls", "steering", "follow_ups"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.nested_runs += other.nested_runs
+        self.results.update(other.results)
+        self.faults.update(other.faults)
+        self.ends.update(other.ends)
+        self.max_depth = max(self.max_depth, other.max_depth)
+        self.max_rounds = max(self.max_rounds, other.max_rounds)
+
+    def summary(self) -> list[str]:
+        def counts(c: Counter[str]) -> str:
+            return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
+
+        return [
+            f"runs            {self.runs} (replayed and compared: {self.replays})",
+            f"model calls     {self.rounds} (most in one run: {self.max_rounds})",
+            f"tool calls      {self.tool_calls}: {counts(self.results)}",
+            f"model faults    {sum(self.faults.values())}: {counts(self.faults)}",
+            f"runs ended      {counts(self.ends)}",
+            f"steering        {self.steering} injected; follow-ups {self.follow_ups} queued",
+            f"nested runs     {self.nested_runs} (deepest: depth {self.max_depth})",
+        ]
+
+
+def _result_kind(e: dict[str, Any]) -> str:
+    if not e["is_error"]:
+        return "ok"
+    text = e["result"]
+    if text == SKIPPED_TEXT:
+        return "skipped"
+    if text.startswith("Tool ") and " not found (available: " in text:
+        return "unknown tool"
+    if text.startswith("Validation failed for tool "):
+        return "invalid arguments"
+    return "tool error"
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+@dataclass(slots=True)
+class FuzzFailure:
+    """A violation, shrunk."""
+
+    scenario: dict[str, Any]
+    violations: list[str]
+    trace: list[dict[str, Any]]
+    model_calls: int
+    chunk: int
+    seed: int
+    path: Path | None = None
+    """The regression file written, if any."""
+    reproduced: bool | None = None
+    """Whether the written file fails when run (None: not checked)."""
+
+
+@dataclass(slots=True)
+class _Chunk:
+    index: int
+    seed: int
+    runs: int
+    batch: int
+    replay_every: int
+
+
+@dataclass(slots=True)
+class _ChunkResult:
+    index: int
+    stats: FuzzStats
+    failure: FuzzFailure | None
+    elapsed: float
+
+
+class _Violation(AssertionError):
+    pass
+
+
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """This process's event loop, created once and reused by every run."""
+    global _LOOP
+    if _LOOP is None or _LOOP.is_closed():
+        _LOOP = asyncio.new_event_loop()
+    return _LOOP
+
+
+def chunk_seed(seed: int, index: int) -> int:
+    digest = hashlib.sha256(f"openprogram-fuzz/{seed}/{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def _run_chunk(chunk: _Chunk) -> _ChunkResult:
+    loop = _loop()
+    stats = FuzzStats()
+    state: dict[str, Any] = {"left": chunk.runs, "failure": None}
+    start = time.perf_counter()
+
+    def run_one(blob: bytes) -> None:
+        searching = state["failure"] is None
+        if searching:
+            if state["left"] <= 0:
+                return
+            state["left"] -= 1
+        data = scenario_from_bytes(blob)
+        scenario = Scenario.model_validate(data)
+        outcome = loop.run_until_complete(arun_scenario(scenario))
+        replay = None
+        if chunk.replay_every and (stats.runs % chunk.replay_every == 0 or not searching):
+            replay = loop.run_until_complete(arun_scenario(scenario))
+        violations = check_outcome_invariants(outcome, replay=replay)
+        if searching:
+            stats.add(outcome)
+            stats.replays += replay is not None
+        if violations:
+            # every failing call overwrites this: the last one is Hypothesis's shrunk case
+            state["failure"] = FuzzFailure(
+                data, violations, outcome.trace, outcome.model.calls, chunk.index, chunk.seed
+            )
+            raise _Violation("\n".join(violations))
+
+    blobs = st.binary(min_size=SCENARIO_BYTES, max_size=SCENARIO_BYTES)
+
+    @hypothesis_seed(chunk.seed)
+    @settings(
+        max_examples=math.ceil(chunk.runs / chunk.batch),
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+    @given(st.lists(blobs, min_size=chunk.batch, max_size=chunk.batch))
+    def search(batch: list[bytes]) -> None:
+        for blob in batch:
+            run_one(blob)
+
+    with contextlib.suppress(_Violation):
+        search()
+    return _ChunkResult(chunk.index, stats, state["failure"], time.perf_counter() - start)
+
+
+# --------------------------------------------------------------------------- campaigns
+
+
+@dataclass(slots=True)
+class CampaignResult:
+    examples: int
+    seed: int
+    workers: int
+    stats: FuzzStats
+    elapsed: float
+    failure: FuzzFailure | None = None
+
+    @property
+    def runs_per_second(self) -> float:
+        return self.stats.runs / self.elapsed if self.elapsed else 0.0
+
+
+Progress = Callable[[FuzzStats, float], None]
+
+
+def _chunks(
+    examples: int, seed: int, chunk_size: int, batch: int, replay_every: int
+) -> list[_Chunk]:
+    out = []
+    for index, first in enumerate(range(0, examples, chunk_size)):
+        runs = min(chunk_size, examples - first)
+        out.append(_Chunk(index, chunk_seed(seed, index), runs, batch, replay_every))
+    return out
+
+
+def run_campaign(
+    examples: int,
+    seed: int = 0,
+    workers: int = 1,
+    *,
+    regressions: str | Path | None = "scenarios/regressions",
+    chunk_size: int = 2048,
+    batch: int = 32,
+    replay_every: int = 4,
+    progress: Progress | None = None,
+) -> CampaignResult:
+    """Run ``examples`` generated scenarios and check the invariants on each (every
+    ``replay_every``-th run is run twice and the traces compared; 0: never). ``workers`` > 1
+    spreads chunks over processes. On a violation, the shrunk case is written as a scenario
+    file under ``regressions`` (None: not written)."""
+    if examples < 0 or workers < 1 or chunk_size < 1 or batch < 1 or replay_every < 0:
+        raise ValueError(
+            "run_campaign needs examples >= 0, workers >= 1, chunk_size >= 1, batch >= 1 "
+            f"and replay_every >= 0; got {examples}, {workers}, {chunk_size}, {batch}, "
+            f"{replay_every}"
+        )
+    chunks = _chunks(examples, seed, chunk_size, batch, replay_every)
+    stats = FuzzStats()
+    start = time.perf_counter()
+    results: dict[int, _ChunkResult] = {}
+
+    def collect(result: _ChunkResult) -> None:
+        results[result.index] = result
+        stats.merge(result.stats)
+        if progress is not None:
+            progress(stats, time.perf_counter() - start)
+
+    if workers == 1:
+        for chunk in chunks:
+            collect(_run_chunk(chunk))
+            if results[chunk.index].failure is not None:
+                break
+    else:
+        _run_parallel(chunks, workers, collect, results)
+    failed = sorted(i for i, r in results.items() if r.failure is not None)
+    failure = results[failed[0]].failure if failed else None
+    outcome = CampaignResult(examples, seed, workers, stats, time.perf_counter() - start, failure)
+    if failure is not None and regressions is not None:
+        _write(failure, regressions, seed)
+    return outcome
+
+
+def _run_parallel(
+    chunks: list[_Chunk],
+    workers: int,
+    collect: Callable[[_ChunkResult], None],
+    results: dict[int, _ChunkResult],
+) -> None:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures: dict[int, Future[_ChunkResult]] = {
+            c.index: pool.submit(_run_chunk, c) for c in chunks
+        }
+        first_failure: int | None = None
+        for index, future in futures.items():  # in chunk order: deterministic
+            if first_failure is not None and index > first_failure:
+                future.cancel()
+                continue
+            collect(future.result())
+            if results[index].failure is not None and first_failure is None:
+                first_failure = index
+
+
+def _write(failure: FuzzFailure, directory: str | Path, seed: int) -> None:
+    scenario = Scenario.model_validate(failure.scenario)
+    failure.path = write_regression(
+        directory, scenario, failure.trace, failure.model_calls, failure.violations, seed=seed
+    )
+    failure.reproduced = reproduces(failure.path)
+
+
+def reproduces(path: str | Path) -> bool:
+    """Whether the scenario file at ``path`` fails on the loop as it is now (its
+    expectations, or the invariants)."""
+    from openprogram_sim.check import check_outcome
+    from openprogram_sim.scenario import load_scenario
+
+    scenario = load_scenario(path)
+    outcome = _loop().run_until_complete(arun_scenario(scenario))
+    return not check_outcome(outcome).passed or bool(check_outcome_invariants(outcome))
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _progress_printer(total: int, err: TextIO) -> Progress:
+    tty = err.isatty()
+    state = {"next": 0.0}
+
+    def show(stats: FuzzStats, elapsed: float) -> None:
+        rate = stats.runs / elapsed if elapsed else 0.0
+        line = f"fuzz: {stats.runs}/{total} runs, {elapsed:.1f}s, {rate:.0f} runs/s"
+        if tty:
+            err.write(f"\r{line}   ")
+        elif elapsed >= state["next"] or stats.runs >= total:
+            state["next"] = elapsed + 10.0  # a line every 10 s in logs
+            err.write(line + "\n")
+        err.flush()
+
+    return show
+
+
+def fuzz_command(
+    examples: int,
+    seed: int,
+    workers: int,
+    regressions: str | None,
+    *,
+    replay_every: int = 4,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``openprogram-sim fuzz``: run a campaign, print progress (stderr), a summary of what
+    was generated and the verdict; 0 when no invariant was violated, 1 otherwise."""
+    print(
+        f"fuzz: {examples} generated scenarios, seed {seed}, {workers} worker(s)",
+        file=out,
+        flush=True,
+    )
+    result = run_campaign(
+        examples,
+        seed,
+        workers,
+        regressions=regressions,
+        replay_every=replay_every,
+        progress=_progress_printer(examples, err),
+    )
+    if err.isatty():
+        err.write("\n")
+    for line in result.stats.summary():
+        print(f"  {line}", file=out)
+    print(
+        f"  wall time       {result.elapsed:.1f}s, {result.runs_per_second:.0f} runs/s",
+        file=out,
+    )
+    failure = result.failure
+    if failure is None:
+        print(f"no invariant violated in {result.stats.runs} runs (seed {seed})", file=out)
+        return 0
+    print(f"\nINVARIANT VIOLATED (chunk {failure.chunk}, seed {seed}), shrunk case:", file=out)
+    for violation in failure.violations:
+        print(f"  - {violation}", file=out)
+    if failure.path is not None:
+        verdict = "reproduces it" if failure.reproduced else "does NOT reproduce it"
+        print(f"regression scenario written: {failure.path} ({verdict})", file=out)
+        print(f"  replay: openprogram-sim run {failure.path}", file=out)
+    return 1

@@ -1,0 +1,75 @@
+"""Fuzzing the tool-call loop: the invariants every run keeps, and campaigns that check them.
+
+Every generated scenario (see :mod:`openprogram_sim.strategies`) is run through the real
+runner and its trace checked::
+
+    from openprogram_sim.fuzz import check_invariants, run_generated
+
+    outcome = run_generated(scenario)           # a Scenario, or a dict in its shape
+    assert check_invariants(outcome) == []      # each violation is one readable line
+
+The invariants: exactly one ``agent_end`` per run, last of it; runs, turns, messages and
+tool calls balanced at every depth; every tool call of a reply gets exactly one result,
+in call order, ids paired with its toolResult message; skipped results only as the tail of
+a round where a steering message was queued, followed by that message; model calls within
+the cap; no tool after an ``error``/``aborted`` stop; only the documented exceptions
+(:data:`DOCUMENTED_ERRORS`) leave exec, matching ``agent_end.reason``; steering and
+follow-ups delivered once; the trace JSON-serializable and, run again, identical.
+(Scenarios that use ``choices:`` are outside these checks: a decision re-asks in a second
+run.)
+
+:func:`run_campaign` is what ``openprogram-sim fuzz`` runs: many scenarios, spread over
+processes, with the first violation shrunk and written as a regression scenario file that
+reproduces it with ``openprogram-sim run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from openprogram_sim._campaign import (
+    CampaignResult,
+    FuzzFailure,
+    FuzzStats,
+    reproduces,
+    run_campaign,
+    scenario_from_bytes,
+)
+from openprogram_sim._invariants import DOCUMENTED_ERRORS, check_outcome_invariants, check_trace
+from openprogram_sim._regression import derive_expect, write_regression
+from openprogram_sim.runner import RunOutcome, arun_scenario
+from openprogram_sim.scenario import Scenario
+
+__all__ = [
+    "DOCUMENTED_ERRORS",
+    "CampaignResult",
+    "FuzzFailure",
+    "FuzzStats",
+    "check_invariants",
+    "check_trace",
+    "derive_expect",
+    "reproduces",
+    "run_campaign",
+    "run_generated",
+    "scenario_from_bytes",
+    "write_regression",
+]
+
+
+def check_invariants(outcome: RunOutcome, *, replay: RunOutcome | None = None) -> list[str]:
+    """The invariants violated by one scenario run (empty when all hold). Pass ``replay``,
+    the same scenario run again, to check that it gives the same trace."""
+    return check_outcome_invariants(outcome, replay=replay)
+
+
+def run_generated(
+    scenario: Scenario | dict[str, Any], *, loop: asyncio.AbstractEventLoop | None = None
+) -> RunOutcome:
+    """Run a (generated) scenario once through the real runner, on ``loop`` if given (reuse
+    one loop for many runs: it is much faster than a fresh loop per run)."""
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.model_validate(scenario)
+    if loop is None:
+        return asyncio.run(arun_scenario(scenario))
+    return loop.run_until_complete(arun_scenario(scenario))
