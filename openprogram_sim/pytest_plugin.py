@@ -152,13 +152,19 @@ class ScenarioFile(pytest.File):
     """A scenario file: one item, or an :class:`InvalidScenarioItem` when it does not load."""
 
     def collect(self) -> Iterable[pytest.Item]:
-        from openprogram_sim.errors import ScenarioError
-        from openprogram_sim.scenario import load_scenario
+        from openprogram_sim.errors import ScenarioError, ScenarioIssue
+        from openprogram_sim.scenario import parse_scenario
 
+        shown = _display_path(self.config, self.path)
         try:
-            scenario = load_scenario(self.path)
+            text = self.path.read_text(encoding="utf-8")
+            scenario = parse_scenario(text, shown)
+        except OSError as exc:
+            error = ScenarioError([ScenarioIssue(shown, None, "", f"cannot read: {exc}")])
+            yield InvalidScenarioItem.from_parent(self, name="invalid", error=error)
+            return
         except ScenarioError as exc:
-            yield InvalidScenarioItem.from_parent(self, name=self.path.name, error=exc)
+            yield InvalidScenarioItem.from_parent(self, name="invalid", error=exc)
             return
         item = ScenarioItem.from_parent(self, name=_node_name(scenario.scenario), scenario=scenario)
         for tag in scenario.tags:
@@ -174,6 +180,14 @@ def _register_marker(config: pytest.Config, tag: str) -> None:
     known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
     if tag not in known:
         config.addinivalue_line("markers", f"{tag}: scenario tag")
+
+
+def _display_path(config: pytest.Config, path: Path) -> str:
+    """``path`` as the user typed it: relative to where pytest was started, when below it."""
+    try:
+        return path.resolve().relative_to(config.invocation_params.dir.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _relpath(config: pytest.Config, path: Path) -> str:
@@ -253,11 +267,11 @@ class InvalidScenarioItem(pytest.Item):
         style: Any = None,
     ) -> str | Any:
         issues = "\n".join(f"  {issue}" for issue in self.error.issues)
-        return f"invalid scenario file {self.path}:\n{issues}"
+        return f"invalid scenario file {_display_path(self.config, self.path)}:\n{issues}"
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = next((i.line for i in self.error.issues if i.line is not None), 1)
-        return self.path, line - 1, f"invalid scenario: {self.path.name}"
+        return self.path, line - 1, f"invalid scenario file: {self.path.name}"
 
 
 # --------------------------------------------------------------------------- records
@@ -295,6 +309,7 @@ def _scenario_item_record(item: ScenarioItem, report: pytest.TestReport) -> dict
     if report.when == "call" and item.record is not None:
         record = dict(item.record)
         record["status"] = _status(report)
+        record["duration"] = report.duration
         return record
     if report.when == "setup" and report.skipped:
         return {
@@ -511,6 +526,7 @@ class ScenarioRunner:
         self._base = base
 
     def __call__(self, source: Any, *, check: bool = True) -> Verdict:
+        __tracebackhide__ = True
         from openprogram_sim.check import check_outcome
         from openprogram_sim.report import format_verdict, scenario_record
         from openprogram_sim.runner import run_scenario
@@ -569,6 +585,7 @@ def assert_events(
             {"agent_end": {"reason": "stop"}},
         ])
     """
+    __tracebackhide__ = True
     from openprogram_sim.trace import match_events, render_mismatch
 
     if mode not in ("ordered", "exact", "unordered"):
@@ -587,6 +604,7 @@ def assert_no_events(
     trace: Sequence[Mapping[str, Any]], unwanted: Sequence[Mapping[str, Any]]
 ) -> None:
     """Assert that no event of ``trace`` matches any of ``unwanted`` (like ``not_events``)."""
+    __tracebackhide__ = True
     from openprogram_sim.matchers import describe
     from openprogram_sim.trace import event_matches, render_entry
 
