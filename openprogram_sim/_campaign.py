@@ -313,7 +313,7 @@ def run_campaign(
     workers: int = 1,
     *,
     regressions: str | Path | None = "scenarios/regressions",
-    chunk_size: int = 2048,
+    chunk_size: int = 1024,
     batch: int = 32,
     replay_every: int = 4,
     progress: Progress | None = None,

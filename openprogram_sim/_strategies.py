@@ -78,7 +78,7 @@ MAX_ITERATIONS = (None, 0, -1, 1, 2, 3, 5, 50, 51, 100)
 cap and beyond it."""
 
 _CALL_WEIGHTS = {"valid": 6, "invalid": 2, "unknown": 1}
-_MENU_WEIGHTS = {"full": 4, "list": 2}  # the others weigh 1
+_MENU_WEIGHTS = {"full": 6, "list": 3}  # the others weigh 1
 _CAP_WEIGHTS = {None: 4}  # the others weigh 1
 
 RAW_ARGUMENTS = ("not json", "[1, 2]", "42", '{"q": ', "null")
@@ -363,11 +363,11 @@ def script(
     spin: bool,
 ) -> list[dict[str, Any]]:
     turns = many(src, turn, low, high)
-    if integer(src, 0, 3) != 0:  # most scripts end on a final answer, some run dry
+    if integer(src, 0, 7) != 0:  # most scripts end on a final answer, some run dry
         turns.append({"text": text(src)})
     # Rarely, a model that never stops picking: enough identical tool-call rounds to hit
-    # the hard cap of 50 (drawn at the far end of a range, which Hypothesis reaches rarely).
-    if spin and integer(src, 0, 40) == 40:
+    # the hard cap of 50 (about one script in 500).
+    if spin and integer(src, 0, 511) == 511:
         picks = [call_entry(n, {}) for n in sorted(tools)[:1]] or [call_entry("nope", {})]
         turns += [{"tool_calls": picks}] * integer(src, 50, 52)
     return turns
