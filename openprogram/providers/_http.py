@@ -113,9 +113,8 @@ def _error_details(raw: str) -> tuple[str, str]:
     # both: code 404, status NOT_FOUND).
     raw_code = error.get("code")
     symbolic = error.get("type") or error.get("status") or data.get("__type")
-    if isinstance(raw_code, str) and raw_code and not raw_code.isdigit():
-        code = raw_code
-    else:
+    code: Any = raw_code
+    if not (isinstance(raw_code, str) and raw_code and not raw_code.isdigit()):
         code = symbolic or raw_code
     return str(message), str(code) if code else ""
 

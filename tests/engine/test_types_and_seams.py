@@ -173,6 +173,8 @@ PUBLIC = {
     "ThinkingContent", "Tool", "ToolCall", "ToolRegistry", "ToolResult", "ToolResultMessage",
     "ToolSpec", "Usage", "UserMessage", "__version__", "as_tool", "current_depth",
     "default_registry", "get_provider", "register_provider", "validate_tool_arguments",
+    "function", "agentic_function", "FunctionTool", "current_runtime", "DecisionError",
+    "ToolDefinitionError", "UnknownToolsetError",
 }  # fmt: skip
 
 
