@@ -45,3 +45,11 @@ def test_the_failure_diff_shown_is_what_the_cli_prints() -> None:
     printed = out.getvalue()
     start = printed.index("- events")
     assert printed[start : start + len(shown)] == shown
+
+
+def test_the_tools_example_prints_what_the_text_says() -> None:
+    code = next(b for b in _blocks("python") if "agentic_function" in b and "choices" in b)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme_tools"})
+    assert out.getvalue() == "Done: owls hoot.\nham\n"
