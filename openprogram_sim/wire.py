@@ -119,6 +119,8 @@ def _check_api(api: str) -> None:
 def _object_or_none(call: TurnToolCall) -> Any:
     if isinstance(call.arguments, Mapping):
         return dict(call.arguments)
+    if not call.json_text.strip():
+        return {}  # every parser reads empty arguments text as {}
     try:
         value = json.loads(call.json_text)
     except ValueError:

@@ -14,7 +14,14 @@ from wire_support import MODE_IDS, MODES, make_provider, one_call
 from openprogram.providers.wire import parse_response
 from openprogram.types import AssistantMessage, TextContent, ThinkingContent, Usage
 from openprogram_sim.scripted import Turn
-from openprogram_sim.wire import APIS, ScriptedWire, WireEncodeError, as_carried, encode
+from openprogram_sim.wire import (
+    APIS,
+    ScriptedWire,
+    WireEncodeError,
+    WireResponse,
+    as_carried,
+    encode,
+)
 
 USAGE = {"input": 120, "output": 45, "cache_read": 30, "cache_write": 7, "reasoning": 11}
 LONG = "Tides rise and fall twice a day because the moon pulls on the oceans — ünïcödé ✓ 🌊. "
@@ -24,7 +31,9 @@ TURNS: dict[str, dict[str, Any]] = {
     "long text, several pieces": {"text": LONG * 3, "usage": USAGE},
     "empty reply": {},
     "thinking and text": {"thinking": "Let me think this through carefully.", "text": "42."},
+    "thinking only": {"thinking": "Nothing to say."},
     "one call": {"tool_calls": [{"search": {"q": "tides"}}]},
+    "call with empty arguments text": {"tool_calls": [{"name": "now", "arguments": ""}]},
     "several calls with text": {
         "text": "Looking these up.",
         "tool_calls": [
@@ -61,6 +70,11 @@ TURNS: dict[str, dict[str, Any]] = {
 }
 
 
+def _expected_arguments(turn: Turn) -> list[Any]:
+    # What every parser makes of the arguments text (empty text is {}).
+    return [json.loads(c.json_text) if c.json_text.strip() else {} for c in turn.tool_calls]
+
+
 def _thinking(message: AssistantMessage) -> str:
     return "".join(b.thinking for b in message.content if isinstance(b, ThinkingContent))
 
@@ -81,7 +95,7 @@ def assert_matches_turn(message: AssistantMessage, turn: Turn, api: str) -> None
     assert _thinking(message) == (turn.thinking or "")
     calls = message.tool_calls
     assert [c.name for c in calls] == [c.name for c in turn.tool_calls]
-    assert [c.arguments for c in calls] == [c.arguments for c in turn.tool_calls]
+    assert [c.arguments for c in calls] == _expected_arguments(turn)
     for got, want in zip(calls, turn.tool_calls, strict=True):
         if want.id is not None:
             assert got.id == want.id
@@ -209,3 +223,24 @@ def test_encoding_is_deterministic() -> None:
     for api in APIS:
         for stream in (True, False):
             assert encode(api, turn, stream=stream).body == encode(api, turn, stream=stream).body
+
+
+@pytest.mark.parametrize("size", [1, 2, 7])
+@pytest.mark.parametrize("api", APIS)
+def test_streams_split_at_odd_byte_offsets(api: str, size: int) -> None:
+    # Served in pieces cut anywhere: inside UTF-8 sequences, JSON, CRLF and frame headers.
+    turn = Turn.coerce(
+        {
+            "thinking": "ünï think 🌊 " * 3,
+            "text": "Hello ✓ wörld\r\n " * 4,
+            "tool_calls": [{"search": {"q": "ä🌊"}}, {"x": {"k": [1, 2]}}],
+            "usage": {"input": 5, "output": 9},
+        }
+    )
+    whole = encode(api, turn)
+    body = whole.body
+    split = WireResponse(
+        whole.status, whole.headers, [body[i : i + size] for i in range(0, len(body), size)]
+    )
+    message = asyncio.run(one_call(make_provider(api, ScriptedWire([split]), stream=True)))
+    assert_matches_turn(message, as_carried(api, turn), api)
