@@ -83,7 +83,7 @@ def test_tool_results_and_images_pass_through() -> None:
     assert normalize_result(image).content == [image]
     given = ToolResult.text("bad", is_error=True, details={"k": 1})
     assert normalize_result(given) is given
-    runtime, model, rec = make_runtime([{"tool_calls": [{"check": {}}]}, "ok"])
+    runtime, _, rec = make_runtime([{"tool_calls": [{"check": {}}]}, "ok"])
     runtime.exec(
         "go", tools=[tool("check", lambda: ToolResult.text("failed check", is_error=True))]
     )
