@@ -31,7 +31,7 @@ from openprogram.tools._deferred import SEARCH_TOOL_NAME, Deferral, _current_loa
 from openprogram.tools._gating import ToolPolicy
 from openprogram.tools._tool import Tool, as_tool
 from openprogram.tools.registry import ToolRegistry, default_registry
-from openprogram.types import ImageContent, TextContent, UserMessage, now_ms
+from openprogram.types import AssistantMessage, ImageContent, TextContent, UserMessage, now_ms
 
 __all__ = ["UNSET", "ExecResult", "Runtime", "current_depth"]
 
@@ -294,11 +294,14 @@ class Runtime:
             prompt = UserMessage(
                 [*prompt.content, TextContent(menu.instruction())], timestamp=now_ms()
             )
+        replies: list[str] = []
+        if menu is not None:
+            agent.before_finish = _reask_once(menu, replies)
         scope.enter()
         self._enter(agent, scope.depth)
         try:
             text = self._finish(await agent.prompt(prompt), scope.depth)
-            return text if menu is None else await self._decide(agent, menu, text, scope.depth)
+            return text if menu is None else await self._decide(menu, text, replies)
         finally:
             self._leave(agent)
             scope.leave()
@@ -323,24 +326,23 @@ class Runtime:
             chosen = inherited if inherited is not None else self.registry.tools()
         return self.registry.select_policy(chosen, policy).tools
 
-    async def _decide(self, agent: Agent, menu: Menu, reply: str, depth: int) -> Any:
-        """Map the reply to its pick (one re-ask on a malformed one) and carry it out."""
-        replies = [reply]
+    async def _decide(self, menu: Menu, reply: str, replies: list[str]) -> Any:
+        """Map the final reply to its pick and carry it out. A malformed first pick was
+        already re-asked inside the run (see :func:`_reask_once`); a reply still malformed
+        is a :class:`DecisionError`."""
+        if not replies or replies[-1] != reply:
+            replies.append(reply)
         try:
             pick = menu.parse(reply)
-        except PickError as first:
-            result = await agent.prompt(UserMessage.of(menu.reask(str(first))))
-            replies.append(self._finish(result, depth))
-            try:
-                pick = menu.parse(replies[-1])
-            except PickError as second:
-                raise DecisionError(
-                    "exec(choices=...): the model did not pick a valid option, even after a "
-                    f"re-ask: {second}. Its reply: {replies[-1]!r}",
-                    reply=replies[-1],
-                    replies=replies,
-                    reason=str(second),
-                ) from None
+        except PickError as error:
+            again = ", even after a re-ask" if len(replies) > 1 else ""
+            raise DecisionError(
+                f"exec(choices=...): the model did not pick a valid option{again}: {error}. "
+                f"Its reply: {reply!r}",
+                reply=reply,
+                replies=replies,
+                reason=str(error),
+            ) from None
         if pick.tool is None:
             return pick.value
         value = pick.tool.run("choice", pick.args, None, None)
@@ -375,6 +377,25 @@ class Runtime:
             detail = (final.error_message if final is not None else None) or "run aborted"
             raise RunAbortedError(detail, final)
         return text
+
+
+def _reask_once(
+    menu: Menu, replies: list[str]
+) -> Callable[[AssistantMessage | None], list[UserMessage]]:
+    """The re-ask of ``exec(choices=)``: when the run would finish on a malformed pick, one
+    re-ask message enters as a follow-up, so the exec stays one run (one ``agent_end``)."""
+
+    def before_finish(last: AssistantMessage | None) -> list[UserMessage]:
+        if replies or last is None or last.stop_reason in ("error", "aborted"):
+            return []
+        replies.append(last.text)
+        try:
+            menu.parse(last.text)
+        except PickError as error:
+            return [UserMessage.of(menu.reask(str(error)))]
+        return []
+
+    return before_finish
 
 
 def _as_prompt(content: Content) -> UserMessage:

@@ -113,6 +113,10 @@ class Agent:
             provider_tools,
         )
         self._listeners: list[Listener] = listeners if listeners is not None else []
+        self.before_finish: Callable[[AssistantMessage | None], list[UserMessage]] | None = None
+        """Asked when the run would finish (no follow-up queued) with the last assistant
+        message; messages it returns enter as follow-ups, in the same run. ``exec(choices=)``
+        uses it for its re-ask."""
         self._queues = _Queues()
         self._cancel = asyncio.Event()
         self._task: asyncio.Task[Any] | None = None
@@ -159,7 +163,13 @@ class Agent:
     def _dequeue_follow_ups(self) -> list[UserMessage]:
         queue = self._queues.follow_up
         if not queue:
-            return []
+            if self.before_finish is None:
+                return []
+            last = next(
+                (m for m in reversed(self.state.messages) if isinstance(m, AssistantMessage)),
+                None,
+            )
+            return self.before_finish(last)
         out = list(queue)
         queue.clear()
         return out

@@ -143,3 +143,22 @@ def test_runtime_misuse_is_reported() -> None:
     with pytest.raises(TypeError, match="only apply with model="):
         Runtime(provider=ScriptedModel([]), api_key="x")
     assert repr(UNSET) == "UNSET" and not UNSET
+
+
+def test_before_finish_adds_follow_ups_in_the_same_run() -> None:
+    model = ScriptedModel(["draft", "final"])
+    agent = Agent(model)
+    asked: list[str | None] = []
+
+    def before_finish(last: Any) -> list[UserMessage]:
+        asked.append(last.text if last is not None else None)
+        return [UserMessage.of("improve it")] if len(asked) == 1 else []
+
+    agent.before_finish = before_finish
+    rec = TraceRecorder()
+    agent.subscribe(rec)
+    result = asyncio.run(agent.prompt("write"))
+    assert asked == ["draft", "final"]
+    assert result.final is not None and result.final.text == "final"
+    assert [e["type"] for e in rec.trace].count("agent_end") == 1
+    assert [m.text for m in model.requests[1].messages] == ["write", "draft", "improve it"]

@@ -57,15 +57,14 @@ def test_malformed_pick_gets_one_reask(registry: ToolRegistry) -> None:
     assert result == "ham"
     assert model.requests[1].messages[-1].text == REASK.format(reason="it has no JSON object")
     assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "user"]
+    # the re-ask enters as a follow-up of the same run: one exec, one agent_end
     assert rec.lines("agent_start", "message_end", "agent_end") == [
         "agent_start@0.0",
         "message_end:user@0.1",
         "message_end:assistant@0.1",
-        "agent_end:stop@0.1",
-        "agent_start@0.0",
-        "message_end:user@0.1",
-        "message_end:assistant@0.1",
-        "agent_end:stop@0.1",
+        "message_end:user@0.2",
+        "message_end:assistant@0.2",
+        "agent_end:stop@0.2",
     ]
 
 
