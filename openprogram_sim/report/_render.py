@@ -1,9 +1,10 @@
 """Rendering records into one self-contained HTML file, and writing it atomically.
 
-The page is server-rendered down to one row per test (so it reads, and parses, without
-JavaScript); each test's runs are embedded as JSON in their own
-``<script type="application/json">`` element and turned into a timeline by the inline
-script only when the row is opened, so a suite of thousands opens fast.
+The page is server-rendered down to one lean row per test (verdict, title, path, tags and,
+for a failure, its diff), so it reads and parses without JavaScript. Everything else (the
+properties, the result, each run's trace) is one JSON blob in a
+``<script type="application/json">`` element, parsed and turned into a timeline by the
+inline script only when a row is first opened, so a suite of thousands opens fast.
 """
 
 from __future__ import annotations
@@ -59,6 +60,22 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+_DETAIL_KEYS = ("id", "kind", "description", "props", "result", "error", "runs")
+"""What the page's script needs to build a row's body when it is opened (one JSON blob for
+the whole page: one element to parse, not one per row)."""
+
+
+def _stats(record: Mapping[str, Any]) -> str:
+    props = record.get("props") or {}
+    parts = []
+    for key, noun in (("rounds", "round"), ("model_calls", "model call")):
+        if key in props:
+            n = props[key]
+            parts.append(f"{n} {noun}{'' if n == 1 else 's'}")
+    parts.append(_seconds(float(record.get("duration") or 0)))
+    return " · ".join(parts)
+
+
 def _seconds(value: float) -> str:
     if value < 1:
         return f"{value * 1000:.1f} ms"
@@ -91,6 +108,8 @@ def render_report(
     rows = sorted(records, key=lambda r: r["id"])
     template = _environment().get_template("report.html.j2")
     return template.render(
+        stats=_stats,
+        details=[{k: r.get(k) for k in _DETAIL_KEYS} for r in rows],
         title=title,
         source=source,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),

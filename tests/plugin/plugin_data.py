@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from openprogram_sim import report as report_pkg
 
 ONE_PICK = """\
 scenario: one pick then a text answer
@@ -144,3 +147,53 @@ def write_scenarios(root: Path, files: dict[str, str] | None = None) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root / "scenarios"
+
+
+def bulk_record(i: int, **extra: Any) -> dict[str, Any]:
+    """A synthetic Python-test record with one tool round (for big reports)."""
+    trace = [
+        {"type": "agent_start", "depth": 0, "round": 0},
+        {"type": "turn_start", "depth": 0, "round": 1},
+        {"type": "message_end", "depth": 0, "round": 1, "role": "user", "text": f"go {i}"},
+        {
+            "type": "message_end",
+            "depth": 0,
+            "round": 1,
+            "role": "assistant",
+            "text": "",
+            "tool_calls": ["search"],
+            "stop_reason": "toolUse",
+        },
+        {
+            "type": "tool_execution_start",
+            "depth": 0,
+            "round": 1,
+            "tool_call_id": "c1",
+            "tool_name": "search",
+            "args": {"q": i},
+        },
+        {
+            "type": "tool_execution_end",
+            "depth": 0,
+            "round": 1,
+            "tool_call_id": "c1",
+            "tool_name": "search",
+            "args": {"q": i},
+            "result": "x" * 300,
+            "is_error": False,
+        },
+        {"type": "turn_end", "depth": 0, "round": 1},
+        {"type": "agent_end", "depth": 0, "round": 1, "reason": "stop"},
+    ]
+    run = report_pkg.run_entry(trace, label=f"run {i}")
+    base = report_pkg.python_record(
+        id=f"tests/test_x.py::test_{i:05d}",
+        title=f"test {i}",
+        path="tests/test_x.py",
+        tags=["bulk"],
+        status="passed",
+        duration=0.001,
+        runs=[run],
+    )
+    base.update(extra)
+    return base

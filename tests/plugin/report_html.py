@@ -42,16 +42,15 @@ class _Parser(HTMLParser):
                 "kind": a["data-kind"],
                 "tags": (a.get("data-tags") or "").split(),
                 "failure": "",
-                "runs": [],
             }
             self.report.rows.append(self.row)
         elif tag == "script":
             self.report.scripts += 1
-            if "runs" in classes:
-                self._start("runs")
+            if a.get("id") == "op-data":
+                self._start("data")
         elif tag == "span" and self.row is not None and {"title", "path"} & set(classes):
             self._start("title" if "title" in classes else "path")
-        elif tag == "pre" and self.row is not None:
+        elif tag == "pre" and "failure" in classes and self.row is not None:
             self._start("failure")
         elif tag == "span" and "count" in classes and a.get("data-count"):
             self.count_status = a["data-count"]
@@ -73,8 +72,10 @@ class _Parser(HTMLParser):
             return
         text = "".join(self.buffer)
         what, self.capture = self.capture, None
-        if what == "runs" and self.row is not None:
-            self.row["runs"] = json.loads(text)
+        if what == "data":
+            for row, detail in zip(self.report.rows, json.loads(text), strict=True):
+                assert detail["id"] == row["id"], (detail["id"], row["id"])
+                row.update(detail)
         elif what == "count" and self.count_status:
             self.report.counts[self.count_status] = int(text)
             self.count_status = None

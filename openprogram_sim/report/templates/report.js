@@ -259,24 +259,56 @@
     }).join("\n");
   }
 
-  function renderTimeline(row) {
-    var holder = row.querySelector(".timeline");
-    var data = row.querySelector("script.runs");
-    if (!holder || !data || holder.dataset.built) return;
-    holder.dataset.built = "1";
-    var runs = JSON.parse(data.textContent);
-    runs.forEach(function (run, i) {
-      var box = el("section", "run");
-      var title = runs.length > 1 ? "run " + (i + 1) + "/" + runs.length : "timeline";
-      add(box, el("h3", null, title + (run.label ? " · " + run.label : "")));
-      add(box, renderExec(buildTree(run)));
-      var raw = el("details", "raw");
-      add(raw, el("summary", null, "raw events (" + (run.trace || []).length + ")"));
-      raw.addEventListener("toggle", function once() {
-        if (raw.open && raw.childNodes.length === 1) add(raw, el("pre", null, rawLines(run.trace || [])));
-      });
-      add(holder, add(box, raw));
+  // The details of every row, parsed from the page's one JSON blob on first use.
+  var details = null;
+  function detailOf(row) {
+    if (details === null) {
+      var blob = document.getElementById("op-data");
+      details = blob ? JSON.parse(blob.textContent) : [];
+    }
+    return details[Number(row.dataset.i)] || {};
+  }
+
+  function renderRun(run, i, count) {
+    var box = el("section", "run");
+    var title = count > 1 ? "run " + (i + 1) + "/" + count : "timeline";
+    add(box, el("h3", null, title + (run.label ? " · " + run.label : "")));
+    var timeline = add(el("div", "timeline"), renderExec(buildTree(run)));
+    add(box, timeline);
+    var raw = el("details", "raw");
+    add(raw, el("summary", null, "raw events (" + (run.trace || []).length + ")"));
+    raw.addEventListener("toggle", function () {
+      if (raw.open && raw.childNodes.length === 1) add(raw, el("pre", null, rawLines(run.trace || [])));
     });
+    return add(box, raw);
+  }
+
+  function renderBody(row) {
+    if (row.dataset.built) return;
+    row.dataset.built = "1";
+    var d = detailOf(row);
+    var body = el("div", "body");
+    if (d.description) add(body, el("p", "description", d.description));
+    add(body, add(el("p", "id", d.kind + " "), el("code", null, d.id)));
+    var props = d.props || {};
+    var keys = Object.keys(props);
+    if (keys.length) {
+      var dl = el("dl", "props");
+      keys.forEach(function (k) {
+        var dd = el("dd", null, props[k]);
+        dd.dataset.prop = k;
+        add(dl, add(el("div"), el("dt", null, k.replace(/_/g, " ")), dd));
+      });
+      add(body, dl);
+    }
+    if (d.error) add(body, add(el("p", "outcome raised", "exec raised "), el("code", null, d.error)));
+    else if (d.result !== null && d.result !== undefined) {
+      var shown = typeof d.result === "string" ? d.result : json(d.result);
+      add(body, add(el("p", "outcome returned", "exec returned "), collapsible("code", shown)));
+    }
+    var runs = d.runs || [];
+    runs.forEach(function (run, i) { add(body, renderRun(run, i, runs.length)); });
+    add(row, body);
   }
 
   // ------------------------------------------------------------------ filters
@@ -313,7 +345,7 @@
   if (search) search.addEventListener("input", later);
 
   rows.forEach(function (row) {
-    row.addEventListener("toggle", function () { if (row.open) renderTimeline(row); });
+    row.addEventListener("toggle", function () { if (row.open) renderBody(row); });
   });
 
   function byId(id) { return id ? document.getElementById(id) : null; }
@@ -338,5 +370,5 @@
   // A link to #t12 opens that row.
   var target = byId(location.hash.slice(1));
   if (target && target.tagName === "DETAILS") target.open = true;
-  window.openprogramReport = { rows: rows, render: renderTimeline, buildTree: buildTree };
+  window.openprogramReport = { rows: rows, render: renderBody, buildTree: buildTree };
 })();
