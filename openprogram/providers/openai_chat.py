@@ -263,7 +263,15 @@ class _Parser(WireParser):
         self.builder.message.model = body.get("model") or self.builder.message.model
         self._usage = _usage(body.get("usage"))
         choice = (body.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
+        message = dict(choice.get("message") or {})
+        # A whole body lists its calls; the streaming path keys them by "index", which a
+        # non-streamed body need not carry: the list position is the index.
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            message["tool_calls"] = [
+                {"index": i, **c} if isinstance(c, dict) and "index" not in c else c
+                for i, c in enumerate(calls)
+            ]
         self._delta(message)
         self._finish_reason = choice.get("finish_reason")
         self._finish()

@@ -1,28 +1,17 @@
-"""Adapter behaviour the wire simulator turned up, pinned as strict xfails until fixed
-(the provider modules are not this suite's to change)."""
+"""Adapter behaviour the wire simulator turned up, pinned so it stays fixed."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 
-import pytest
 from wire_support import make_provider, one_call
 
 from openprogram_sim.wire import ScriptedWire, WireResponse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "openai_chat._Parser.on_json feeds message.tool_calls through the streaming "
-        "_call_delta, where a missing 'index' defaults to 0: in a non-streamed body, calls "
-        "without an 'id' (some compatible servers) are merged into the first one "
-        "(name of the first, arguments concatenated '{\"x\":1}{}'). Fix: in on_json, use "
-        "each call's list position as its index when 'index' is absent."
-    ),
-)
 def test_openai_chat_json_calls_without_ids_stay_separate() -> None:
+    """A non-streamed body's calls without ids (some compatible servers) stay separate."""
     calls = [
         {"type": "function", "function": {"name": "a", "arguments": '{"x":1}'}},
         {"type": "function", "function": {"name": "b", "arguments": "{}"}},
