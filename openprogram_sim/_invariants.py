@@ -46,6 +46,7 @@ class _Frame:
     stop: str | None = None
     results: list[dict[str, Any]] = field(default_factory=list)
     awaiting_result_message: str | None = None
+    delivered: int = 0
     ids: set[str] = field(default_factory=set)
     must_end: str | None = None
     incomplete: str | None = None
@@ -142,23 +143,31 @@ class _Checker:
         f.calls = None
         f.stop = None
         f.results = []
+        f.delivered = 0
 
     def turn_end(self, i: int, e: dict[str, Any], f: _Frame) -> None:
         if not f.turn_open:
             self.fail(i, "turn_end without turn_start (unbalanced turns)")
+        # an aborted tool may end without its toolResult message: judged at agent_end
+        missing, f.awaiting_result_message = f.awaiting_result_message, None
         self._nothing_open(i, "turn_end", f)
         if f.calls is None:
             self.fail(i, f"round {f.rounds} ended without an assistant message")
         if e.get("tool_calls") != f.calls or e.get("stop_reason") != f.stop:
             self.fail(i, "turn_end disagrees with the round's assistant message")
-        if e.get("tool_results") != len(f.results):
+        if e.get("tool_results") != f.delivered:
             self.fail(
                 i,
-                f"turn_end counts {e.get('tool_results')} tool results, the round produced "
-                f"{len(f.results)}",
+                f"turn_end counts {e.get('tool_results')} tool results, the round fed back "
+                f"{f.delivered}",
             )
         if f.stop in ("error", "aborted"):
             f.must_end = f.stop
+        elif missing is not None:
+            f.incomplete = (
+                f"tool call {missing} got no toolResult message (every tool result is fed "
+                "back to the model)"
+            )
         elif len(f.results) != len(f.calls):
             f.incomplete = (
                 f"round {f.rounds} has {len(f.calls)} tool call(s) but {len(f.results)} "
@@ -224,6 +233,7 @@ class _Checker:
             f.stop = e.get("stop_reason")
         elif role == "toolResult":
             f.awaiting_result_message = None
+            f.delivered += 1
         elif f.calls is not None:
             self.fail(i, "a user message after the assistant's reply in the same round")
 
@@ -286,8 +296,6 @@ class _Checker:
             self.fail(i, "agent_end says stop, but the last reply was not a text-only finish")
         if reason == "stop" and f.expect_steering:
             self.fail(i, "calls were skipped, but no steering message was delivered")
-        if reason in ("error", "aborted") and f.last_stop not in (reason, None):
-            self.fail(i, f"agent_end says {reason}, but the last reply stopped {f.last_stop}")
         if reason == "cap" and f.cap is not None and f.rounds != f.cap:
             self.fail(i, f"agent_end says cap after {f.rounds} rounds; the cap is {f.cap}")
         if reason not in ("stop", "error", "aborted", "cap"):
