@@ -204,6 +204,10 @@ class _ChunkResult:
     elapsed: float
 
 
+_REPLAY_MARK = "run again"
+"""In the violations that come from comparing a replay (see ``check_outcome_invariants``)."""
+
+
 class _Violation(AssertionError):
     pass
 
@@ -227,7 +231,7 @@ def chunk_seed(seed: int, index: int) -> int:
 def _run_chunk(chunk: _Chunk) -> _ChunkResult:
     loop = _loop()
     stats = FuzzStats()
-    state: dict[str, Any] = {"left": chunk.runs, "failure": None}
+    state: dict[str, Any] = {"left": chunk.runs, "failure": None, "replay_failed": False}
     start = time.perf_counter()
 
     def run_one(blob: bytes) -> None:
@@ -240,7 +244,14 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
         scenario = Scenario.model_validate(data)
         outcome = loop.run_until_complete(arun_scenario(scenario))
         replay = None
-        if chunk.replay_every and (stats.runs % chunk.replay_every == 0 or not searching):
+        # while shrinking, replay only when the violation was a replay that differed
+        if not chunk.replay_every:
+            replaying = False
+        elif searching:
+            replaying = stats.runs % chunk.replay_every == 0
+        else:
+            replaying = state["replay_failed"]
+        if replaying:
             replay = loop.run_until_complete(arun_scenario(scenario))
         violations = check_outcome_invariants(outcome, replay=replay)
         if searching:
@@ -248,6 +259,8 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
             stats.replays += replay is not None
         if violations:
             # every failing call overwrites this: the last one is Hypothesis's shrunk case
+            if searching:
+                state["replay_failed"] = any(_REPLAY_MARK in v for v in violations)
             state["failure"] = FuzzFailure(
                 data, violations, outcome.trace, outcome.model.calls, chunk.index, chunk.seed
             )
@@ -314,7 +327,7 @@ def run_campaign(
     *,
     regressions: str | Path | None = "scenarios/regressions",
     chunk_size: int = 1024,
-    batch: int = 32,
+    batch: int = 8,
     replay_every: int = 4,
     progress: Progress | None = None,
 ) -> CampaignResult:
