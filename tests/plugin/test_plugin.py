@@ -176,7 +176,7 @@ def test_python_tests_using_the_fixtures_appear_in_the_report(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(
-        test_agent='''
+        test_inner_traced_agent='''
         import pytest
         from openprogram import Runtime, ToolRegistry
         from openprogram_sim.pytest_plugin import assert_events
