@@ -212,8 +212,15 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
-    from openprogram_sim._campaign import fuzz_command  # Hypothesis loads only for fuzz
-
+    try:
+        from openprogram_sim._campaign import fuzz_command  # Hypothesis loads only for fuzz
+    except ImportError as exc:  # Hypothesis comes with the test extra
+        print(
+            f"openprogram-sim fuzz needs Hypothesis ({exc}); install it: "
+            "pip install 'openprogram[test]'",
+            file=sys.stderr,
+        )
+        return 2
     if args.examples < 0 or args.workers < 1 or args.replay_every < 0:
         print(
             "openprogram-sim fuzz: --examples >= 0, --workers >= 1, --replay-every >= 0",
