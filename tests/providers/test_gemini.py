@@ -371,7 +371,9 @@ def test_http_errors_become_an_error_event(
     status: int, headers: dict[str, str], needle: str
 ) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        error = {"error": {"code": status, "message": "API key not valid", "status": "INVALID_ARGUMENT"}}
+        error = {
+            "error": {"code": status, "message": "API key not valid", "status": "INVALID_ARGUMENT"}
+        }
         return httpx.Response(status, json=error, headers=headers)
 
     events = _collect(handler)
