@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import hashlib
 import math
 import multiprocessing
@@ -388,7 +389,64 @@ def _run_parallel(
                 first_failure = index
 
 
+def _removals(data: dict[str, Any]) -> list[Callable[[dict[str, Any]], None]]:
+    """Edits that make a scenario smaller: drop a tool no turn calls, a steering point, a
+    follow-up, an exec option, a turn's thinking or latency, a whole turn. Applied last
+    first, so the indices of the edits still to try stay valid."""
+    called = {
+        str(c["name"]) if "name" in c else next(iter(c))
+        for turn in data["model"]
+        for c in turn.get("tool_calls") or []
+    }
+    edits: list[Callable[[dict[str, Any]], None]] = []
+
+    def pop(*path: Any) -> Callable[[dict[str, Any]], None]:
+        def edit(d: dict[str, Any]) -> None:
+            node = d
+            for key in path[:-1]:
+                node = node[key]
+            del node[path[-1]]
+
+        return edit
+
+    edits += [pop("tools", name) for name in data["tools"] if name not in called]
+    edits += [pop("steering", i) for i in reversed(range(len(data.get("steering", []))))]
+    edits += [pop("follow_ups", i) for i in reversed(range(len(data.get("follow_ups", []))))]
+    edits += [pop("exec", k) for k in ("tool_choice", "parallel_tool_calls") if k in data["exec"]]
+    for i, turn in enumerate(data["model"]):
+        edits += [pop("model", i, k) for k in ("thinking", "latency") if k in turn]
+    if len(data["model"]) > 1:
+        edits += [pop("model", i) for i in range(len(data["model"]))]
+    return edits
+
+
+def _simplify(failure: FuzzFailure) -> None:
+    """After Hypothesis: drop what the failure does not need, one edit at a time, keeping
+    an edit only if the run still violates an invariant (names stay consistent: an edit
+    that breaks the scenario's references is simply not kept)."""
+    loop = _loop()
+    for edit in reversed(_removals(failure.scenario)):
+        candidate = copy.deepcopy(failure.scenario)
+        try:
+            edit(candidate)
+            scenario = Scenario.model_validate(candidate)
+            names = set(scenario.tools)
+            if any(set(t.exec.tools or ()) - names for t in scenario.tools.values() if t.exec):
+                continue
+            if set(scenario.exec.tools or ()) - names:
+                continue
+        except (KeyError, IndexError, ValueError):
+            continue
+        outcome = loop.run_until_complete(arun_scenario(scenario))
+        violations = check_outcome_invariants(outcome)
+        if violations:
+            failure.scenario, failure.violations = candidate, violations
+            failure.trace, failure.model_calls = outcome.trace, outcome.model.calls
+
+
 def _write(failure: FuzzFailure, directory: str | Path, seed: int) -> None:
+    if not any(_REPLAY_MARK in v for v in failure.violations):
+        _simplify(failure)
     scenario = Scenario.model_validate(failure.scenario)
     failure.path = write_regression(
         directory, scenario, failure.trace, failure.model_calls, failure.violations, seed=seed

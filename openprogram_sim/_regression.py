@@ -75,15 +75,20 @@ class _Deriver:
         self.stack: list[dict[str, Any]] = []
 
     def walk(self, trace: list[dict[str, Any]]) -> None:
+        # The trace may be broken (that is why we are here): events go to the open run of
+        # their depth, and an agent_end only closes the innermost run if depths agree.
         for e in trace:
-            kind = e["type"]
+            kind, depth = e["type"], e["depth"]
             if kind == "agent_start":
                 self.runs += 1
-                self.stack.append({"depth": e["depth"], "calls": [], "done": 0, "stop": None})
-            elif not self.stack:
+                self.stack.append({"depth": depth, "calls": [], "done": 0, "stop": None})
                 continue
-            else:
-                self._event(kind, e, self.stack[-1])
+            if kind == "message_end" and e["role"] == "assistant":
+                self.replies += 1
+            frame = next((f for f in reversed(self.stack) if f["depth"] == depth), None)
+            if frame is None or (kind == "agent_end" and frame is not self.stack[-1]):
+                continue
+            self._event(kind, e, frame)
 
     def _emit(self, frame: dict[str, Any], upto: int, round_: int) -> None:
         depth = frame["depth"]
@@ -103,8 +108,8 @@ class _Deriver:
 
     def _event(self, kind: str, e: dict[str, Any], frame: dict[str, Any]) -> None:
         if kind == "message_end" and e["role"] == "assistant":
-            calls = self.ids[self.replies] if self.replies < len(self.ids) else []
-            self.replies += 1
+            reply = self.replies - 1  # counted by walk()
+            calls = self.ids[reply] if reply < len(self.ids) else []
             frame["stop"] = e.get("stop_reason")
             frame["calls"] = [] if frame["stop"] in ("error", "aborted") else calls
             frame["done"] = 0

@@ -4,10 +4,12 @@ it: the file fails against the buggy loop and passes against the real one."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from openprogram.agent import agent_loop
+from openprogram.events import AgentEnd
 from openprogram.types import ToolResultMessage
 from openprogram_sim.check import check_outcome
 from openprogram_sim.cli import main
@@ -64,3 +66,27 @@ def test_the_fuzz_command_reports_a_violation(
     written = list(tmp_path.glob("fuzz_*.yaml"))
     assert len(written) == 1
     assert f"regression scenario written: {written[0]} (reproduces it)" in out
+
+
+def test_the_fuzzer_finds_a_second_agent_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A loop variant that closes a nested run twice: the written file's ``counts`` and
+    events catch it."""
+    end = agent_loop._end
+
+    def end_twice(run: agent_loop._Run, reason: Any, **kwargs: Any) -> agent_loop.LoopResult:
+        if run.depth > 0 and run.listeners:
+            run.emit(AgentEnd(reason, run.new_messages, run.depth, run.round))
+        return end(run, reason, **kwargs)
+
+    monkeypatch.setattr(agent_loop, "_end", end_twice)
+    result = run_campaign(2000, seed=11, regressions=tmp_path, chunk_size=500, batch=4)
+    failure = result.failure
+    assert failure is not None and failure.path is not None and failure.reproduced
+    assert any("depth 1" in v for v in failure.violations), failure.violations
+    scenario = load_scenario(failure.path)
+    assert any(tool.exec is not None for tool in scenario.tools.values())
+    assert not check_outcome(run_generated(scenario)).passed
+    monkeypatch.undo()
+    assert check_outcome(run_generated(scenario)).passed
