@@ -226,14 +226,16 @@ class ScriptedModel:
         self._next_id += 1
         return f"call_{self._next_id}"
 
-    async def _next_turn(self, request: ScriptedRequest) -> Turn:
+    def _next_turn(self, request: ScriptedRequest) -> Turn | Awaitable[Turn]:
+        """The turn for ``request`` (subclasses may return an awaitable)."""
         return self._turn_for(request)
 
     async def stream(
         self, context: Context, options: StreamOptions
     ) -> AsyncIterator[ProviderEvent]:
         request = self._record(context, options)
-        turn = await self._next_turn(request)
+        next_turn = self._next_turn(request)
+        turn = next_turn if isinstance(next_turn, Turn) else await next_turn
         b = MessageBuilder(api=self.api, model=self.model)
         cancel = options.cancel
         if turn.latency:
@@ -312,13 +314,16 @@ class FunctionModel(ScriptedModel):
     def unconsumed(self) -> list[Turn]:
         return []
 
-    async def _next_turn(self, request: ScriptedRequest) -> Turn:
+    async def _compute_turn(self, request: ScriptedRequest) -> Turn:
         value = self.fn(request)
         if inspect.isawaitable(value):
             value = await value
         turn = Turn.coerce(value)
         self.turns.append(turn)
         return turn
+
+    def _next_turn(self, request: ScriptedRequest) -> Awaitable[Turn]:
+        return self._compute_turn(request)
 
 
 class AutoModel(ScriptedModel):
@@ -335,7 +340,7 @@ class AutoModel(ScriptedModel):
     def unconsumed(self) -> list[Turn]:
         return []
 
-    async def _next_turn(self, request: ScriptedRequest) -> Turn:
+    def _next_turn(self, request: ScriptedRequest) -> Turn:
         fresh = [s for s in request.tool_specs if s.name not in self.called]
         if fresh:
             self.called.extend(s.name for s in fresh)

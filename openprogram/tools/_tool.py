@@ -79,7 +79,12 @@ def normalize_result(value: Any) -> ToolResult:
         return ToolResult([TextContent(value)])
     if isinstance(value, ToolResult):
         return value
-    if type(value) is int or type(value) is float or type(value) is bool:
+    kind = type(value)
+    if kind is int:
+        return ToolResult([TextContent(str(value))])
+    if kind is bool:
+        return ToolResult([TextContent("true" if value else "false")])
+    if kind is float:
         return ToolResult([TextContent(json.dumps(value))])
     if value is None:
         return ToolResult([TextContent("")])
