@@ -196,9 +196,7 @@ def regression_document(
     seed: int | None = None,
 ) -> dict[str, Any]:
     """The scenario file's content (a dict in the schema's key order)."""
-    # warnings=False: pydantic warns (wrongly) serializing a forced tool_choice through the
-    # discriminated union of the schema
-    data = scenario.model_dump(exclude_defaults=True, exclude={"path", "expect"}, warnings=False)
+    data = scenario.model_dump(exclude_defaults=True, exclude={"path", "expect"})
     data["scenario"] = f"fuzz regression: {_title(violations[0])}" if violations else "fuzz case"
     found = f" with seed {seed}" if seed is not None else ""
     data["description"] = (

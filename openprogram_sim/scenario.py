@@ -75,7 +75,8 @@ class ForcedChoice(_Model):
 
 
 def _choice_tag(value: Any) -> str:
-    return "forced" if isinstance(value, dict) else "mode"
+    # Called on raw input when validating and on the model when serializing.
+    return "forced" if isinstance(value, (dict, ForcedChoice)) else "mode"
 
 
 ToolChoiceField = Annotated[
@@ -184,7 +185,7 @@ class CassetteModel(_Model):
 
 
 def _model_tag(value: Any) -> str:
-    return "cassette" if isinstance(value, dict) else "turns"
+    return "cassette" if isinstance(value, (dict, CassetteModel)) else "turns"
 
 
 ModelField = Annotated[

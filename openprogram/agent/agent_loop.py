@@ -359,7 +359,9 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             run.end_turn(message, run.turn_results)
             if run.cancel.is_set():
                 return _end(run, "aborted")
-            pending = steering or await _poll(config.get_steering_messages)
+            # Steering queued while the turn closed (e.g. by a turn_end listener) joins what
+            # arrived during the batch, so the next model call sees all of it.
+            pending = steering + await _poll(config.get_steering_messages)
         pending = await _poll(config.get_follow_up_messages)
         if not pending:
             return _end(run, "stop")

@@ -208,3 +208,26 @@ def test_agent_steering_at_cap_stays_queued() -> None:
     assert result.reason == "cap"
     assert [m.text for m in agent.queued_steering] == ["late"]
     assert model.calls == 1
+
+
+def test_steering_queued_as_a_turn_closes_joins_the_batch_steering() -> None:
+    """Found by the fuzzer: a message steered at turn_end, while the loop holds steering from
+    the batch, must reach the next model call (not wait for the next batch and skip it)."""
+    SEARCH_LOG.clear()
+    runtime, model, rec = make_runtime(
+        [
+            {"tool_calls": [{"search": {"q": "a"}}, {"search": {"q": "b"}}]},
+            {"tool_calls": [{"search": {"q": "c"}}, {"search": {"q": "d"}}]},
+            "done",
+        ]
+    )
+    steer_after_tool(runtime, 1, "first")
+
+    def at_turn_end(event: Any) -> None:
+        if event.type == "turn_end" and event.round == 1:
+            runtime.steer("second")
+
+    runtime.subscribe(at_turn_end)
+    runtime.exec("go", tools=[SEARCH])
+    assert [m.text for m in model.requests[1].messages[-2:]] == ["first", "second"]
+    assert SEARCH_LOG == ["a", "c", "d"]

@@ -192,3 +192,13 @@ def test_cassette_models_are_refused_clearly_until_replay_exists() -> None:
         "HTTP) is not supported by this version yet; script the model's turns as a list under "
         "`model:`"
     ]
+
+
+def test_a_scenario_dumps_and_loads_back_without_warnings() -> None:
+    text = GOOD.replace(
+        "  tools: [search]", "  tools: [search]\n  tool_choice: {type: function, name: search}"
+    )
+    scenario = parse_scenario(text, "")
+    data = scenario.model_dump()  # warnings are errors in this suite
+    assert data["exec"]["tool_choice"] == {"type": "function", "name": "search"}
+    assert type(scenario).model_validate(data) == scenario
