@@ -151,7 +151,7 @@ def _path(error: jsonschema.ValidationError) -> str:
 class ArgumentValidator:
     """A compiled validator for one parameters schema."""
 
-    __slots__ = ("_check", "_fill", "_full", "_schema")
+    __slots__ = ("_check", "_fast", "_fill", "_full", "_schema")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self._schema = schema
@@ -165,6 +165,7 @@ class ArgumentValidator:
         except (fastjsonschema.JsonSchemaDefinitionException, TypeError, ValueError) as exc:
             raise ValueError(f"invalid JSON Schema for tool parameters: {exc}") from exc
         self._full: jsonschema.protocols.Validator | None = None
+        self._fast = _fast_check(schema)
 
     def _with_defaults(self, args: dict[str, Any], *, copied: bool) -> dict[str, Any]:
         """The arguments the tool receives: schema defaults filled in, on a copy."""
@@ -181,6 +182,9 @@ class ArgumentValidator:
                 f'Validation failed for tool "{tool_name}": arguments must be a JSON object, '
                 f"got {type(args).__name__}.\n\nReceived arguments:\n{_dump(args)}"
             )
+        fast = self._fast
+        if fast is not None and fast(args):
+            return args  # flat schemas with no defaults: nothing to fill in
         try:
             self._check(args)
             return self._with_defaults(args, copied=False)
@@ -202,6 +206,61 @@ class ArgumentValidator:
             + "\n".join(lines)
             + f"\n\nReceived arguments:\n{_dump(args)}"
         )
+
+
+_SCALAR_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+_FLAT_KEYS = {"type", "properties", "required", "additionalProperties", "description", "title"}
+_PROP_KEYS = {"type", "description", "title"}
+
+
+def _scalar_kinds(prop: Any) -> tuple[type, ...] | None:
+    if not isinstance(prop, dict) or not set(prop) <= _PROP_KEYS:
+        return None
+    names = prop.get("type")
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not names or not all(n in _SCALAR_TYPES for n in names):
+        return None
+    return tuple(t for n in names for t in _SCALAR_TYPES[n])
+
+
+def _fast_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    """For the common flat schema (an object of scalar-typed properties), a check that
+    accepts only what the full validator accepts (it may reject more: the caller then
+    takes the full path). ``None`` when the schema is not flat."""
+    if schema.get("type") != "object" or not set(schema) <= _FLAT_KEYS:
+        return None
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    closed = schema.get("additionalProperties", True) is False
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    kinds = {name: _scalar_kinds(prop) for name, prop in props.items()}
+    if any(k is None for k in kinds.values()):
+        return None
+    needed = tuple(required)
+
+    def check(args: dict[str, Any]) -> bool:
+        for name in needed:
+            if name not in args:
+                return False
+        for name, value in args.items():
+            allowed = kinds.get(name, ())
+            if not allowed:
+                if closed:
+                    return False
+                continue
+            # bool is an int in Python, but not an integer or number in JSON Schema
+            if type(value) not in allowed or (type(value) is bool and bool not in allowed):
+                return False
+        return True
+
+    return check
 
 
 def _has_defaults(schema: Any) -> bool:

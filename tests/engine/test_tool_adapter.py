@@ -143,3 +143,29 @@ def test_image_content_in_tool_results_reaches_the_model() -> None:
     runtime.exec("go", tools=[tool("shot", lambda: ToolResult([TextContent("a"), image]))])
     result = model.requests[1].messages[-1]
     assert result.content[1] == image
+
+
+@pytest.mark.parametrize(
+    ("args", "ok"),
+    [
+        ({"a": 1, "b": 2}, True),
+        ({"a": True, "b": 2}, False),  # bool is not an integer in JSON Schema
+        ({"a": 1}, False),  # required b missing
+        ({"a": 1, "b": 2, "c": 3}, False),  # closed object
+        ({"a": 1.0, "b": 2}, True),  # the slow path: 1.0 is an integer, coerced
+        ({"a": "1", "b": 2}, True),  # the slow path: coercion
+    ],
+)
+def test_the_fast_path_agrees_with_the_full_validator(args: dict[str, Any], ok: bool) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": ["integer", "null"]}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
+    if ok:
+        result = validate_tool_arguments("t", schema, args)
+        assert result == {k: int(v) for k, v in args.items()}
+    else:
+        with pytest.raises(ArgumentsError):
+            validate_tool_arguments("t", schema, args)
