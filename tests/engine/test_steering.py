@@ -214,7 +214,7 @@ def test_steering_queued_as_a_turn_closes_joins_the_batch_steering() -> None:
     """Found by the fuzzer: a message steered at turn_end, while the loop holds steering from
     the batch, must reach the next model call (not wait for the next batch and skip it)."""
     SEARCH_LOG.clear()
-    runtime, model, rec = make_runtime(
+    runtime, model, _ = make_runtime(
         [
             {"tool_calls": [{"search": {"q": "a"}}, {"search": {"q": "b"}}]},
             {"tool_calls": [{"search": {"q": "c"}}, {"search": {"q": "d"}}]},
