@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 import httpx
@@ -25,7 +26,7 @@ from openprogram.events import ProviderEvent
 from openprogram.providers._parsing import WireParser
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.providers.builder import MessageBuilder
-from openprogram.types import AnyMessage, AssistantMessage, ToolResultMessage
+from openprogram.types import AnyMessage, AssistantMessage, ToolCall, ToolResultMessage
 
 __all__ = [
     "HTTPProvider",
@@ -123,8 +124,10 @@ def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
     """The history as a wire adapter should send it.
 
     Assistant replies that ended in ``error`` or ``aborted`` are left out (they may hold half
-    a tool call the API would reject), and so are tool results answering calls of theirs.
+    a tool call the API would reject), and so are tool results answering calls of theirs;
+    tool calls that have no result (left by an abort) are left out of their message.
     """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolResultMessage)}
     dropped: set[str] = set()
     for message in messages:
         if isinstance(message, AssistantMessage) and message.stop_reason in ("error", "aborted"):
@@ -132,6 +135,17 @@ def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
             continue
         if isinstance(message, ToolResultMessage) and message.tool_call_id in dropped:
             continue
+        if isinstance(message, AssistantMessage) and any(
+            c.id not in answered for c in message.tool_calls
+        ):
+            # An abort mid-batch leaves calls that never ran and have no result; the APIs
+            # reject unanswered calls, so they are not sent (the history keeps them).
+            content = [
+                b for b in message.content if not isinstance(b, ToolCall) or b.id in answered
+            ]
+            if not content:
+                continue
+            message = replace(message, content=content)
         yield message
 
 

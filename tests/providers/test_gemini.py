@@ -249,16 +249,18 @@ def test_other_providers_signatures_and_failed_replies_are_not_sent() -> None:
         [ThinkingContent("hmm", signature="anthropic-sig"), ToolCall("t1", "f", {}, signature="x")],
         api="anthropic",
     )
+    result = ToolResultMessage("t1", "f", [TextContent("ok")])
     failed = AssistantMessage([TextContent("half")], api="gemini", stop_reason="error")
-    context = Context("", [UserMessage.of("a"), foreign, failed, UserMessage.of("b")], [])
+    history = [UserMessage.of("a"), foreign, result, failed, UserMessage.of("b")]
     contents = gemini.build_request(
-        context, StreamOptions(), model="m", stream=True, max_tokens=None
+        Context("", history, []), StreamOptions(), model="m", stream=True, max_tokens=None
     )["contents"]
     assert contents[1] == {
         "role": "model",
         "parts": [{"functionCall": {"name": "f", "args": {}, "id": "t1"}}],
     }
-    assert contents[2] == {"role": "user", "parts": [{"text": "b"}]}
+    assert contents[-1]["parts"][-1] == {"text": "b"}
+    assert not any(p.get("text") == "half" for c in contents for p in c["parts"])
 
 
 # --------------------------------------------------------------------------- provider

@@ -276,3 +276,26 @@ def test_registry_resolves_and_fails_early(
     monkeypatch.setenv(env, SECRET)
     provider = get_provider(model)
     assert provider.model_id == model.split(":", 1)[1]  # type: ignore[attr-defined]
+
+
+def test_tool_calls_left_unanswered_by_an_abort_are_not_sent() -> None:
+    """After an abort mid-batch the history holds calls that never ran; every adapter
+    leaves them out of the next request (the APIs reject unanswered calls)."""
+    from openprogram.providers._http import sendable_messages
+    from openprogram.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+    from openprogram.types import UserMessage as User
+
+    history = [
+        User.of("go"),
+        AssistantMessage(
+            [TextContent("on it"), ToolCall("c1", "first", {}), ToolCall("c2", "second", {})],
+            stop_reason="toolUse",
+        ),
+        ToolResultMessage("c1", "first", [TextContent("done")]),
+        AssistantMessage([ToolCall("c3", "third", {})], stop_reason="toolUse"),
+        User.of("again"),
+    ]
+    sent = list(sendable_messages(history))
+    assert [m.role for m in sent] == ["user", "assistant", "toolResult", "user"]
+    assert [getattr(b, "id", None) for b in sent[1].content] == [None, "c1"]
+    assert len(history[1].content) == 3  # the history itself is untouched

@@ -112,13 +112,14 @@ def test_forced_function_and_foreign_history(kit: Any) -> None:
         [
             UserMessage.of("hi"),
             AssistantMessage([TextContent("Hello!"), ToolCall("x1", "get_capital", "{bad json")]),
+            ToolResultMessage("x1", "get_capital", [TextContent("bad arguments")], is_error=True),
         ],
         [SPEC],
     )
     options = StreamOptions(tool_choice={"type": "function", "name": "get_capital"})
     body = _run(kit, context, options).body
     assert "instructions" not in body
-    assert body["input"][1:] == [
+    assert body["input"][1:3] == [
         {"role": "assistant", "content": "Hello!"},
         {"type": "function_call", "call_id": "x1", "name": "get_capital", "arguments": "{bad json"},
     ]
