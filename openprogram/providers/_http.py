@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -171,7 +172,7 @@ async def _race(awaitable: Awaitable[T], cancel: asyncio.Event | None) -> T:
     return task.result()
 
 
-class HTTPProvider:
+class HTTPProvider(ABC):
     """Base of the HTTP wire adapters (see the module docstring).
 
     Args:
@@ -221,21 +222,21 @@ class HTTPProvider:
 
     # -- what subclasses implement -------------------------------------------------------
 
+    @abstractmethod
     def endpoint(self) -> str:
         """The URL to POST to."""
-        raise NotImplementedError
 
+    @abstractmethod
     def auth_headers(self, api_key: str) -> dict[str, str]:
         """The headers that carry ``api_key``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
         """The JSON body for one call."""
-        raise NotImplementedError
 
+    @abstractmethod
     def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
         """A fresh parser for one response body."""
-        raise NotImplementedError
 
     def api_headers(self) -> dict[str, str]:
         """Headers the API needs on every request, with or without a key (e.g. a version)."""

@@ -139,7 +139,7 @@ def test_junit_test_cases_carry_the_run_properties(scenario_project: pytest.Pyte
 def test_the_report_holds_every_scenario_with_verdict_and_timeline(
     scenario_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-0123456789abcdef")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-secret-value-not-a-real-key")
     result = scenario_project.runpytest(
         "--openprogram-scenarios", "--openprogram-report", "out/report.html"
     )
@@ -168,7 +168,7 @@ def test_the_report_holds_every_scenario_with_verdict_and_timeline(
     one_pick = by_path["scenarios/basics/one_pick.yaml"]["runs"][0]
     assert one_pick["usage"] == [{"input": 12, "output": 3}, None]
     assert report.counts == {"passed": 4, "failed": 1, "error": 1, "skipped": 0}
-    assert "sk-secret-value" not in html
+    assert "test-secret-value" not in html
     assert str(scenario_project.path) not in html  # no absolute paths of the machine
 
 

@@ -12,7 +12,6 @@ import asyncio
 import base64
 import functools
 import importlib
-import importlib.util
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,12 +34,6 @@ PROVIDER_CLASSES = {
     "gemini": ("openprogram.providers.gemini", "GeminiProvider"),
     "bedrock": ("openprogram.providers.bedrock", "BedrockProvider"),
 }
-
-
-def adapter_present(api: str) -> bool:
-    """Whether the adapter module of ``api`` can be imported (gemini/bedrock land
-    separately)."""
-    return importlib.util.find_spec(PROVIDER_CLASSES[api][0]) is not None
 
 
 def provider_class(api: str) -> Any:
@@ -86,10 +79,6 @@ class Case:
             if tag.startswith(prefix + ":"):
                 return tag.split(":", 1)[1]
         return None
-
-    def skip_if_absent(self) -> None:
-        if not adapter_present(self.api):
-            pytest.skip("adapter not present")
 
 
 @functools.cache

@@ -80,7 +80,6 @@ def _one_piece(case: Any) -> AssistantMessage:
 
 def test_byte_by_byte_equals_one_piece(streamed_case: Any, kit: Any) -> None:
     case = streamed_case
-    case.skip_if_absent()
     expected = _comparable(_one_piece(case))
     body = case.body
     message, events = _stream(kit, case, [body[i : i + 1] for i in range(len(body))])
@@ -90,7 +89,6 @@ def test_byte_by_byte_equals_one_piece(streamed_case: Any, kit: Any) -> None:
 
 def test_random_splits_equal_one_piece(streamed_case: Any, kit: Any) -> None:
     case = streamed_case
-    case.skip_if_absent()
     body = case.body
     expected = _comparable(_one_piece(case))
     interesting = _interesting_cuts(body)

@@ -22,7 +22,7 @@ from openprogram.providers.anthropic import AnthropicProvider
 from openprogram.providers.openai_chat import OpenAIChatProvider
 from openprogram.providers.openai_responses import OpenAIResponsesProvider
 
-SECRET = "sk-secret-0123456789"
+SECRET = "test-secret-not-a-real-key-4821"
 
 
 def _sse(*events: tuple[str | None, dict[str, Any]]) -> bytes:
