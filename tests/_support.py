@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram import Runtime, ToolRegistry
-from openprogram_sim.scripted import ScriptedModel
+from openprogram_sim.models import ScriptedModel
 from openprogram_sim.trace import TraceRecorder
 
 

@@ -11,7 +11,7 @@ from _support import compact, make_runtime, tool
 from openprogram import UNSET, Agent, Runtime
 from openprogram.agent import AgentContext, LoopConfig, run_agent_loop
 from openprogram.types import ImageContent, TextContent, UserMessage
-from openprogram_sim.scripted import ScriptedModel
+from openprogram_sim.models import ScriptedModel
 from openprogram_sim.trace import TraceRecorder
 
 

@@ -13,7 +13,7 @@ from _support import compact, make_runtime, tool
 from openprogram import Agent, ModelError, RunAbortedError, Runtime, ToolRegistry
 from openprogram.agent import AgentContext, LoopConfig, run_agent_loop, stream_agent_loop
 from openprogram.types import UserMessage
-from openprogram_sim.scripted import ScriptedFault, ScriptedModel, ScriptExhaustedError
+from openprogram_sim.models import ScriptedFault, ScriptedModel, ScriptExhaustedError
 from openprogram_sim.trace import TraceRecorder, to_trace
 
 NOOP = tool("noop", lambda: "ok")

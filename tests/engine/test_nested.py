@@ -8,7 +8,7 @@ import pytest
 from _support import compact, make_runtime, tool
 
 from openprogram import Runtime, ToolRegistry, current_depth
-from openprogram_sim.scripted import ScriptedModel
+from openprogram_sim.models import ScriptedModel
 
 
 def leaf(x: str) -> str:

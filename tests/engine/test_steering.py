@@ -9,7 +9,7 @@ from _support import compact, make_runtime, tool
 
 from openprogram import Agent
 from openprogram.agent import SKIPPED_TEXT
-from openprogram_sim.scripted import ScriptedModel
+from openprogram_sim.models import ScriptedModel
 
 SEARCH_LOG: list[str] = []
 

@@ -19,7 +19,7 @@ from openprogram import (
     function,
 )
 from openprogram.tools import default_registry
-from openprogram_sim.scripted import ScriptedModel
+from openprogram_sim.models import ScriptedModel
 
 
 def test_bare_function_registers_in_the_default_registry_and_stays_callable() -> None:

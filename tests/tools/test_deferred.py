@@ -9,7 +9,7 @@ import pytest
 from tools_support import run_with, tool_results
 
 from openprogram import Runtime, ToolRegistry, agentic_function, function
-from openprogram_sim.scripted import Turn
+from openprogram_sim.models import Turn
 
 
 @pytest.fixture

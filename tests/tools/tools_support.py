@@ -6,7 +6,7 @@ from typing import Any
 
 from openprogram import Runtime, ToolRegistry
 from openprogram.events import AgentEvent
-from openprogram_sim.scripted import ScriptedModel
+from openprogram_sim.models import ScriptedModel
 
 
 class Recorder:
