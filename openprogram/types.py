@@ -1,4 +1,4 @@
-"""Content blocks, messages, usage and stop reasons.
+"""Content blocks, messages, usage, stop reasons and tool specs.
 
 These are plain slotted dataclasses: the engine builds them on the hot path without
 re-validating what it made itself. Validation happens only at the edges, when JSON from
@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -33,6 +34,7 @@ __all__ = [
     "ToolCall",
     "ToolResultContent",
     "ToolResultMessage",
+    "ToolSpec",
     "Usage",
     "UserContent",
     "UserMessage",
@@ -199,6 +201,39 @@ class ToolResultMessage:
     @property
     def text(self) -> str:
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+_EMPTY_PARAMS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    """What the model sees of a tool: the part of it a provider sends."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: dict(_EMPTY_PARAMS))
+    """JSON Schema of the arguments object."""
+
+    @classmethod
+    def coerce(cls, spec: Any, *, entry: Any) -> ToolSpec:
+        """``spec`` as a :class:`ToolSpec`: one as is, or a dict with a ``name`` (and
+        ``parameters`` or ``input_schema``). ``entry`` is the tool entry it came from, named
+        in the error."""
+        if isinstance(spec, ToolSpec):
+            return spec
+        if isinstance(spec, Mapping) and isinstance(spec.get("name"), str) and spec["name"]:
+            params = spec.get("parameters", spec.get("input_schema", _EMPTY_PARAMS))
+            if not isinstance(params, dict):
+                raise TypeError(
+                    f"tool {spec['name']!r}: 'parameters' must be a JSON Schema object (a dict), "
+                    f"got {type(params).__name__}"
+                )
+            return cls(spec["name"], str(spec.get("description") or ""), params)
+        raise TypeError(
+            f"tool entry {entry!r} has a spec without a name: give it a ToolSpec or a dict "
+            "{'name': ..., 'description': ..., 'parameters': {...}}"
+        )
 
 
 Message: TypeAlias = Annotated[

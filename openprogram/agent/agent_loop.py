@@ -37,7 +37,7 @@ from openprogram.events import (
     TurnStart,
 )
 from openprogram.providers.base import Context, Provider, StreamOptions, ToolChoice
-from openprogram.tools._tool import Tool, ToolResult, ToolSpec, normalize_result
+from openprogram.tools._tool import Tool, ToolResult, normalize_result
 from openprogram.tools._validation import ArgumentsError
 from openprogram.types import (
     AnyMessage,
@@ -45,6 +45,7 @@ from openprogram.types import (
     TextContent,
     ToolCall,
     ToolResultMessage,
+    ToolSpec,
     UserMessage,
     now_ms,
 )

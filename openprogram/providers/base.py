@@ -19,8 +19,7 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from openprogram.errors import ConfigurationError, ProviderNotFoundError
 from openprogram.events import ProviderEvent
-from openprogram.tools._tool import ToolSpec
-from openprogram.types import AnyMessage
+from openprogram.types import AnyMessage, ToolSpec
 
 __all__ = [
     "Context",

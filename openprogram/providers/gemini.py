@@ -28,7 +28,6 @@ from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder
-from openprogram.tools._tool import ToolSpec
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
@@ -36,6 +35,7 @@ from openprogram.types import (
     TextContent,
     ThinkingContent,
     ToolResultMessage,
+    ToolSpec,
     Usage,
 )
 

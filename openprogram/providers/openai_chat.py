@@ -19,13 +19,13 @@ from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder
-from openprogram.tools._tool import ToolSpec
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
     ImageContent,
     TextContent,
     ToolResultMessage,
+    ToolSpec,
     Usage,
     UserMessage,
 )

@@ -12,14 +12,7 @@ from openprogram.tools._context import current_runtime
 from openprogram.tools._decorators import FunctionTool, agentic_function, function
 from openprogram.tools._deferred import SEARCH_TOOL_NAME
 from openprogram.tools._gating import LAYERS, Dropped, Selection, ToolGates, ToolPolicy
-from openprogram.tools._tool import (
-    Tool,
-    ToolResult,
-    ToolSpec,
-    UpdateCallback,
-    as_tool,
-    normalize_result,
-)
+from openprogram.tools._tool import Tool, ToolResult, UpdateCallback, as_tool, normalize_result
 from openprogram.tools._validation import (
     ArgumentsError,
     ArgumentValidator,
@@ -27,6 +20,7 @@ from openprogram.tools._validation import (
     validate_tool_arguments,
 )
 from openprogram.tools.registry import ToolRegistry, default_registry
+from openprogram.types import ToolSpec
 
 __all__ = [
     "LAYERS",

@@ -39,9 +39,10 @@ from openprogram.errors import ToolDefinitionError
 from openprogram.tools._context import _active_agentic, _current_runtime, current_runtime
 from openprogram.tools._gating import ToolGates
 from openprogram.tools._schema import Signature, signature_of
-from openprogram.tools._tool import Tool, ToolSpec
+from openprogram.tools._tool import Tool
 from openprogram.tools._validation import ArgumentsError
 from openprogram.tools.registry import ToolRegistry, default_registry
+from openprogram.types import ToolSpec
 
 if TYPE_CHECKING:
     from openprogram.runtime import Runtime

@@ -18,7 +18,8 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from openprogram.tools._tool import Tool, ToolSpec
+from openprogram.tools._tool import Tool
+from openprogram.types import ToolSpec
 
 __all__ = ["SEARCH_TOOL_NAME", "Deferral", "current_loaded"]
 

@@ -23,7 +23,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from openprogram.errors import ToolDefinitionError
-from openprogram.tools._tool import ToolSpec
+from openprogram.types import ToolSpec
 
 __all__ = ["INJECTED", "Signature", "parse_docstring", "signature_of"]
 

@@ -1,4 +1,4 @@
-"""What the loop runs: a tool's spec, its result, and the adapter from user entries.
+"""What the loop runs: a tool, its result, and the adapter from user entries.
 
 The loop only ever sees :class:`Tool`: a spec, a compiled argument validator and one
 ``run`` coroutine with a fixed calling convention. Everything a user may pass in
@@ -15,48 +15,19 @@ import inspect
 import json
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from openprogram.errors import ToolDefinitionError
 from openprogram.tools._context import current_runtime
 from openprogram.tools._gating import ToolGates
 from openprogram.tools._validation import ArgumentValidator, compile_validator
-from openprogram.types import ImageContent, TextContent, ToolResultContent
+from openprogram.types import ImageContent, TextContent, ToolResultContent, ToolSpec
 
-__all__ = ["Tool", "ToolResult", "ToolSpec", "UpdateCallback", "as_tool", "normalize_result"]
+__all__ = ["Tool", "ToolResult", "UpdateCallback", "as_tool", "normalize_result"]
 
 UpdateCallback = Callable[[Any], None]
 """Called by a tool with a partial result; becomes a ``tool_execution_update`` event."""
-
-_EMPTY_PARAMS: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-@dataclass(slots=True)
-class ToolSpec:
-    """What the model sees of a tool."""
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: dict(_EMPTY_PARAMS))
-    """JSON Schema of the arguments object."""
-
-    @classmethod
-    def coerce(cls, spec: Any, *, entry: Any) -> ToolSpec:
-        if isinstance(spec, ToolSpec):
-            return spec
-        if isinstance(spec, Mapping) and isinstance(spec.get("name"), str) and spec["name"]:
-            params = spec.get("parameters", spec.get("input_schema", _EMPTY_PARAMS))
-            if not isinstance(params, dict):
-                raise TypeError(
-                    f"tool {spec['name']!r}: 'parameters' must be a JSON Schema object (a dict), "
-                    f"got {type(params).__name__}"
-                )
-            return cls(spec["name"], str(spec.get("description") or ""), params)
-        raise TypeError(
-            f"tool entry {entry!r} has a spec without a name: give it a ToolSpec or a dict "
-            "{'name': ..., 'description': ..., 'parameters': {...}}"
-        )
 
 
 @dataclass(slots=True)
