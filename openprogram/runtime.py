@@ -25,12 +25,19 @@ from openprogram.agent.agent import Agent
 from openprogram.agent.agent_loop import Listener, LoopResult
 from openprogram.errors import DecisionError, ModelError, RunAbortedError
 from openprogram.providers.base import Provider, ToolChoice, check_tool_choice, get_provider
-from openprogram.tools._choices import Menu, PickError
-from openprogram.tools._context import _current_runtime
-from openprogram.tools._deferred import SEARCH_TOOL_NAME, Deferral, _current_loaded, current_loaded
-from openprogram.tools._gating import ToolPolicy
-from openprogram.tools._tool import Tool, as_tool
-from openprogram.tools.registry import ToolRegistry, default_registry
+from openprogram.tools import (
+    SEARCH_TOOL_NAME,
+    Tool,
+    ToolPolicy,
+    ToolRegistry,
+    _current_loaded,
+    _current_runtime,
+    _Deferral,
+    _Menu,
+    _PickError,
+    as_tool,
+    default_registry,
+)
 from openprogram.types import AssistantMessage, ImageContent, TextContent, UserMessage, now_ms
 
 __all__ = ["UNSET", "ExecResult", "Runtime", "current_depth"]
@@ -101,7 +108,7 @@ class _Scope:
         self._tokens = []
 
 
-def _with_search_tool(tools: list[Tool], deferral: Deferral | None) -> list[Tool]:
+def _with_search_tool(tools: list[Tool], deferral: _Deferral | None) -> list[Tool]:
     """Add ``tool_search`` when some tools are deferred (unless one is offered already)."""
     if deferral is None or any(t.name == SEARCH_TOOL_NAME for t in tools):
         return tools
@@ -265,17 +272,17 @@ class Runtime:
         choices: Sequence[Any] | None = None,
     ) -> Any:
         """The awaitable form of :meth:`exec` (same parameters and result)."""
-        menu = Menu(choices) if choices is not None else None
+        menu = _Menu(choices) if choices is not None else None
         check_tool_choice(tool_choice)
         policy = ToolPolicy.of(toolset, tools_source, tools_allow, tools_deny)
         policy = policy.merged_over(_current_policy.get())
         explicit = not isinstance(tools, _Unset) and tools is not None
         resolved = self._resolve_tools(tools, policy)
-        loaded = current_loaded()
+        loaded = _current_loaded.get()
         scope = _Scope(
             resolved if explicit else None, policy, self, set() if loaded is None else loaded
         )
-        deferral = Deferral.of(resolved, scope.loaded)
+        deferral = _Deferral.of(resolved, scope.loaded)
         agent = Agent(
             self.provider,
             system_prompt=self.system_prompt,
@@ -313,7 +320,7 @@ class Runtime:
     ) -> list[Tool]:
         """The tools this exec offers: the caller's ``tools=`` list, else the one inherited
         from the outer exec, else every registered tool; then the gating layers (see
-        :mod:`openprogram.tools._gating`) under the merged policy."""
+        :mod:`openprogram.tools`) under the merged policy."""
         if not isinstance(tools, _Unset) and tools is not None:
             if isinstance(tools, (str, bytes)):
                 raise TypeError(
@@ -326,7 +333,7 @@ class Runtime:
             chosen = inherited if inherited is not None else self.registry.tools()
         return self.registry.select_policy(chosen, policy).tools
 
-    async def _decide(self, menu: Menu, reply: str, replies: list[str]) -> Any:
+    async def _decide(self, menu: _Menu, reply: str, replies: list[str]) -> Any:
         """Map the final reply to its pick and carry it out. A malformed first pick was
         already re-asked inside the run (see :func:`_reask_once`); a reply still malformed
         is a :class:`DecisionError`."""
@@ -334,7 +341,7 @@ class Runtime:
             replies.append(reply)
         try:
             pick = menu.parse(reply)
-        except PickError as error:
+        except _PickError as error:
             again = ", even after a re-ask" if len(replies) > 1 else ""
             raise DecisionError(
                 f"exec(choices=...): the model did not pick a valid option{again}: {error}. "
@@ -380,7 +387,7 @@ class Runtime:
 
 
 def _reask_once(
-    menu: Menu, replies: list[str]
+    menu: _Menu, replies: list[str]
 ) -> Callable[[AssistantMessage | None], list[UserMessage]]:
     """The re-ask of ``exec(choices=)``: when the run would finish on a malformed pick, one
     re-ask message enters as a follow-up, so the exec stays one run (one ``agent_end``)."""
@@ -391,7 +398,7 @@ def _reask_once(
         replies.append(last.text)
         try:
             menu.parse(last.text)
-        except PickError as error:
+        except _PickError as error:
             return [UserMessage.of(menu.reask(str(error)))]
         return []
 

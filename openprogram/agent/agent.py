@@ -24,7 +24,7 @@ from openprogram.agent.agent_loop import (
     run_agent_loop,
 )
 from openprogram.providers.base import Provider, ToolChoice, check_tool_choice
-from openprogram.tools._tool import Tool, as_tool
+from openprogram.tools import Tool, as_tool
 from openprogram.types import AnyMessage, AssistantMessage, ToolSpec, UserMessage
 
 __all__ = ["Agent", "AgentState"]

@@ -37,8 +37,7 @@ from openprogram.events import (
     TurnStart,
 )
 from openprogram.providers.base import Context, Provider, StreamOptions, ToolChoice
-from openprogram.tools._tool import Tool, ToolResult, normalize_result
-from openprogram.tools._validation import ArgumentsError
+from openprogram.tools import ArgumentsError, Tool, ToolResult, normalize_result
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,

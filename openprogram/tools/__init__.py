@@ -8,6 +8,7 @@
 - :func:`as_tool`: adapts any ``tools=`` entry to the loop's :class:`Tool`.
 """
 
+from openprogram.tools import _choices, _context, _deferred
 from openprogram.tools._context import current_runtime
 from openprogram.tools._decorators import FunctionTool, agentic_function, function
 from openprogram.tools._deferred import SEARCH_TOOL_NAME
@@ -46,3 +47,11 @@ __all__ = [
     "normalize_result",
     "validate_tool_arguments",
 ]
+
+# Hooks for openprogram.runtime, which reaches the tool layer only through this module
+# (exec(choices=...), deferred loading, the context variables it sets). Not API.
+_Menu = _choices.Menu
+_PickError = _choices.PickError
+_Deferral = _deferred.Deferral
+_current_loaded = _deferred._current_loaded
+_current_runtime = _context._current_runtime
