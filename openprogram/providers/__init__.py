@@ -6,6 +6,7 @@
 shapes without a network (for cassettes and conformance checks).
 """
 
+from openprogram.providers.apis import parse_response, tool_choice_fields
 from openprogram.providers.base import (
     Context,
     Provider,
@@ -18,7 +19,6 @@ from openprogram.providers.base import (
     register_provider,
 )
 from openprogram.providers.builder import MessageBuilder, parse_arguments
-from openprogram.providers.wire import parse_response, tool_choice_fields
 
 __all__ = [
     "Context",
