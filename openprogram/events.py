@@ -61,7 +61,7 @@ something raised), ``aborted`` (cancelled) or ``cap`` (the round cap was reached
 # --------------------------------------------------------------------------- provider
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ProviderStart:
     """The provider began a reply; ``partial`` is the (empty) message being built."""
 
@@ -69,14 +69,14 @@ class ProviderStart:
     type: Literal["start"] = "start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class TextStart:
     content_index: int
     partial: AssistantMessage
     type: Literal["text_start"] = "text_start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class TextDelta:
     content_index: int
     delta: str
@@ -84,7 +84,7 @@ class TextDelta:
     type: Literal["text_delta"] = "text_delta"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class TextEnd:
     content_index: int
     content: str
@@ -92,14 +92,14 @@ class TextEnd:
     type: Literal["text_end"] = "text_end"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ThinkingStart:
     content_index: int
     partial: AssistantMessage
     type: Literal["thinking_start"] = "thinking_start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ThinkingDelta:
     content_index: int
     delta: str
@@ -107,7 +107,7 @@ class ThinkingDelta:
     type: Literal["thinking_delta"] = "thinking_delta"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ThinkingEnd:
     content_index: int
     content: str
@@ -115,14 +115,14 @@ class ThinkingEnd:
     type: Literal["thinking_end"] = "thinking_end"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ToolCallStart:
     content_index: int
     partial: AssistantMessage
     type: Literal["toolcall_start"] = "toolcall_start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ToolCallDelta:
     """A fragment of the tool call's arguments, as JSON text (not necessarily parseable)."""
 
@@ -132,7 +132,7 @@ class ToolCallDelta:
     type: Literal["toolcall_delta"] = "toolcall_delta"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ToolCallEnd:
     content_index: int
     tool_call: ToolCall
@@ -140,7 +140,7 @@ class ToolCallEnd:
     type: Literal["toolcall_end"] = "toolcall_end"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ProviderDone:
     """The reply is complete; ``message`` is final."""
 
@@ -149,7 +149,7 @@ class ProviderDone:
     type: Literal["done"] = "done"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ProviderError:
     """The call failed or was cancelled; ``error`` is the final message, whose
     ``stop_reason`` is ``error`` or ``aborted`` and whose ``error_message`` says why."""
@@ -177,14 +177,14 @@ ProviderEvent: TypeAlias = (
 # --------------------------------------------------------------------------- agent
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class AgentStart:
     depth: int = 0
     round: int = 0
     type: Literal["agent_start"] = "agent_start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class AgentEnd:
     """The run is over. Exactly one per run, always the last event of its depth."""
 
@@ -196,14 +196,14 @@ class AgentEnd:
     type: Literal["agent_end"] = "agent_end"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class TurnStart:
     depth: int = 0
     round: int = 0
     type: Literal["turn_start"] = "turn_start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class TurnEnd:
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
@@ -212,7 +212,7 @@ class TurnEnd:
     type: Literal["turn_end"] = "turn_end"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class MessageStart:
     message: AnyMessage
     depth: int = 0
@@ -220,7 +220,7 @@ class MessageStart:
     type: Literal["message_start"] = "message_start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class MessageUpdate:
     """The assistant message grew; ``event`` is the provider event that grew it."""
 
@@ -231,7 +231,7 @@ class MessageUpdate:
     type: Literal["message_update"] = "message_update"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class MessageEnd:
     message: AnyMessage
     depth: int = 0
@@ -239,7 +239,7 @@ class MessageEnd:
     type: Literal["message_end"] = "message_end"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ToolExecutionStart:
     tool_call_id: str
     tool_name: str
@@ -250,7 +250,7 @@ class ToolExecutionStart:
     type: Literal["tool_execution_start"] = "tool_execution_start"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ToolExecutionUpdate:
     tool_call_id: str
     tool_name: str
@@ -261,7 +261,7 @@ class ToolExecutionUpdate:
     type: Literal["tool_execution_update"] = "tool_execution_update"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ToolExecutionEnd:
     tool_call_id: str
     tool_name: str

@@ -101,16 +101,16 @@ class Agent:
         self.state = AgentState(context)
         self.provider = provider
         self._config = LoopConfig(
-            provider,
-            check_tool_choice(tool_choice),
-            parallel_tool_calls,
-            max_iterations,
-            max_tokens,
-            temperature,
-            self._dequeue_steering,
-            self._dequeue_follow_ups,
-            depth,
-            provider_tools,
+            provider=provider,
+            tool_choice=check_tool_choice(tool_choice),
+            parallel_tool_calls=parallel_tool_calls,
+            max_iterations=max_iterations,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            get_steering_messages=self._dequeue_steering,
+            get_follow_up_messages=self._dequeue_follow_ups,
+            depth=depth,
+            provider_tools=provider_tools,
         )
         self._listeners: list[Listener] = listeners if listeners is not None else []
         self.before_finish: Callable[[AssistantMessage | None], list[UserMessage]] | None = None

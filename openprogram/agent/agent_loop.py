@@ -95,7 +95,7 @@ class AgentContext:
     """Ids of tool calls executing right now."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class LoopConfig:
     """How to run: the provider, the per-round options and the queues to poll."""
 
@@ -113,7 +113,7 @@ class LoopConfig:
     (default: every tool's spec). Deferred loading hooks in here."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class LoopResult:
     reason: EndReason
     messages: list[AnyMessage]
@@ -187,20 +187,22 @@ class _Run:
     def emit_message(self, message: AnyMessage) -> None:
         """message_start + message_end for a message that arrives whole."""
         if self.listeners:
-            self.emit(MessageStart(message, self.depth, self.round))
-            self.emit(MessageEnd(message, self.depth, self.round))
+            self.emit(MessageStart(message=message, depth=self.depth, round=self.round))
+            self.emit(MessageEnd(message=message, depth=self.depth, round=self.round))
 
     def start_turn(self) -> None:
         self.turn_open = True
         self.turn_message = None
         self.turn_results = []
         if self.listeners:
-            self.emit(TurnStart(self.depth, self.round))
+            self.emit(TurnStart(depth=self.depth, round=self.round))
 
     def end_turn(self, message: AssistantMessage, results: list[ToolResultMessage]) -> None:
         self.turn_open = False
         if self.listeners:
-            self.emit(TurnEnd(message, results, self.depth, self.round))
+            self.emit(
+                TurnEnd(message=message, tool_results=results, depth=self.depth, round=self.round)
+            )
 
 
 async def _poll(source: MessageSource | None) -> list[UserMessage]:
@@ -230,7 +232,7 @@ async def run_agent_loop(
     """
     run = _Run(context, config, listeners, cancel or asyncio.Event())
     if listeners:
-        run.emit(AgentStart(run.depth, 0))
+        run.emit(AgentStart(depth=run.depth, round=0))
     try:
         result = await _run_loop(run, prompts)
     except asyncio.CancelledError:
@@ -287,19 +289,21 @@ def _end(
     follow_ups: list[UserMessage] | None = None,
 ) -> LoopResult:
     if run.listeners:
-        run.emit(AgentEnd(reason, run.new_messages, run.depth, run.round))
+        run.emit(
+            AgentEnd(reason=reason, messages=run.new_messages, depth=run.depth, round=run.round)
+        )
     if final is None:
         final = next(
             (m for m in reversed(run.new_messages) if isinstance(m, AssistantMessage)), None
         )
     return LoopResult(
-        reason,
-        run.new_messages,
-        final,
-        run.round,
-        steering or [],
-        follow_ups or [],
-        run.error,
+        reason=reason,
+        messages=run.new_messages,
+        final=final,
+        model_calls=run.round,
+        unconsumed_steering=steering or [],
+        unconsumed_follow_ups=follow_ups or [],
+        error=run.error,
     )
 
 
@@ -395,7 +399,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                 context.stream_message = partial
                 run.message_open = True
                 if listeners:
-                    run.emit(MessageStart(partial, run.depth, run.round))
+                    run.emit(MessageStart(message=partial, depth=run.depth, round=run.round))
             elif event.type == "done":
                 # Keep iterating (no break): the provider's generator then finishes on its
                 # own, instead of being finalized later through the event loop.
@@ -405,7 +409,9 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
             elif final is not None:
                 continue  # nothing counts after the final event
             elif listeners and partial is not None:
-                run.emit(MessageUpdate(partial, event, run.depth, run.round))
+                run.emit(
+                    MessageUpdate(message=partial, event=event, depth=run.depth, round=run.round)
+                )
     except Exception as exc:
         run.error = exc
         final = _failed("error", f"Provider raised {type(exc).__name__}: {exc}", partial)
@@ -434,8 +440,8 @@ def _finish_message(
     run.turn_message = final
     if run.listeners:
         if partial is None:
-            run.emit(MessageStart(final, run.depth, run.round))
-        run.emit(MessageEnd(final, run.depth, run.round))
+            run.emit(MessageStart(message=final, depth=run.depth, round=run.round))
+        run.emit(MessageEnd(message=final, depth=run.depth, round=run.round))
     run.message_open = False
     return final
 
@@ -470,7 +476,7 @@ def _record_result(run: _Run, result: ToolResultMessage) -> None:
 async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
     listeners = run.listeners
     if listeners:
-        run.emit(ToolExecutionStart(call.id, call.name, call.arguments, run.depth, run.round))
+        run.emit(_tool_start(run, call))
     pending = run.context.pending_tool_calls
     pending.add(call.id)
     try:
@@ -512,7 +518,12 @@ def _updater(run: _Run, call: ToolCall) -> Callable[[Any], None]:
     def on_update(partial_result: Any) -> None:
         run.emit(
             ToolExecutionUpdate(
-                call.id, call.name, call.arguments, partial_result, run.depth, run.round
+                tool_call_id=call.id,
+                tool_name=call.name,
+                args=call.arguments,
+                partial_result=partial_result,
+                depth=run.depth,
+                round=run.round,
             )
         )
 
@@ -525,9 +536,25 @@ def _result_message(call: ToolCall, result: ToolResult) -> ToolResultMessage:
     )
 
 
+def _tool_start(run: _Run, call: ToolCall) -> ToolExecutionStart:
+    return ToolExecutionStart(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        args=call.arguments,
+        depth=run.depth,
+        round=run.round,
+    )
+
+
 def _tool_end(run: _Run, call: ToolCall, result: ToolResultMessage) -> ToolExecutionEnd:
     return ToolExecutionEnd(
-        call.id, call.name, result, result.is_error, call.arguments, run.depth, run.round
+        tool_call_id=call.id,
+        tool_name=call.name,
+        result=result,
+        is_error=result.is_error,
+        args=call.arguments,
+        depth=run.depth,
+        round=run.round,
     )
 
 
@@ -537,6 +564,6 @@ def _skip_tool_call(run: _Run, call: ToolCall) -> ToolResultMessage:
         call.id, call.name, [TextContent(SKIPPED_TEXT)], True, {}, timestamp=now_ms()
     )
     if run.listeners:
-        run.emit(ToolExecutionStart(call.id, call.name, call.arguments, run.depth, run.round))
+        run.emit(_tool_start(run, call))
         run.emit(_tool_end(run, call, result))
     return result

@@ -83,17 +83,18 @@ class MessageBuilder:
     # -- events --------------------------------------------------------------------------
 
     def start(self) -> ProviderStart:
-        return ProviderStart(self.message)
+        return ProviderStart(partial=self.message)
 
     def text_start(self, key: Any = None) -> TextStart:
-        return TextStart(self._add("text", key, TextContent("")), self.message)
+        index = self._add("text", key, TextContent(""))
+        return TextStart(content_index=index, partial=self.message)
 
     def text_delta(self, delta: str, key: Any = None) -> TextDelta:
         index = self._index("text", key)
         block = self.message.content[index]
         assert isinstance(block, TextContent)
         block.text += delta
-        return TextDelta(index, delta, self.message)
+        return TextDelta(content_index=index, delta=delta, partial=self.message)
 
     def text_end(self, key: Any = None, *, signature: str | None = None) -> TextEnd:
         if key is None:
@@ -103,18 +104,18 @@ class MessageBuilder:
         assert isinstance(block, TextContent)
         if signature is not None:
             block.signature = signature
-        return TextEnd(index, block.text, self.message)
+        return TextEnd(content_index=index, content=block.text, partial=self.message)
 
     def thinking_start(self, key: Any = None, *, redacted: bool = False) -> ThinkingStart:
         index = self._add("thinking", key, ThinkingContent("", redacted=redacted))
-        return ThinkingStart(index, self.message)
+        return ThinkingStart(content_index=index, partial=self.message)
 
     def thinking_delta(self, delta: str, key: Any = None) -> ThinkingDelta:
         index = self._index("thinking", key)
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
         block.thinking += delta
-        return ThinkingDelta(index, delta, self.message)
+        return ThinkingDelta(content_index=index, delta=delta, partial=self.message)
 
     def thinking_signature(self, signature: str, key: Any = None) -> None:
         block = self.message.content[self._index("thinking", key)]
@@ -127,19 +128,19 @@ class MessageBuilder:
         index = self._open.pop(("thinking", key))
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
-        return ThinkingEnd(index, block.thinking, self.message)
+        return ThinkingEnd(content_index=index, content=block.thinking, partial=self.message)
 
     def toolcall_start(
         self, id: str, name: str, key: Any = None, *, signature: str | None = None
     ) -> ToolCallStart:
         index = self._add("toolcall", key, ToolCall(id, name, {}, signature=signature))
         self._args[index] = []
-        return ToolCallStart(index, self.message)
+        return ToolCallStart(content_index=index, partial=self.message)
 
     def toolcall_delta(self, delta: str, key: Any = None) -> ToolCallDelta:
         index = self._index("toolcall", key)
         self._args[index].append(delta)
-        return ToolCallDelta(index, delta, self.message)
+        return ToolCallDelta(content_index=index, delta=delta, partial=self.message)
 
     def toolcall_end(self, key: Any = None, *, arguments: Any = None) -> ToolCallEnd:
         """Close the tool call; its arguments are the streamed JSON text parsed, or
@@ -151,7 +152,7 @@ class MessageBuilder:
         assert isinstance(call, ToolCall)
         parts = self._args.pop(index, [])
         call.arguments = arguments if arguments is not None else parse_arguments("".join(parts))
-        return ToolCallEnd(index, call, self.message)
+        return ToolCallEnd(content_index=index, tool_call=call, partial=self.message)
 
     def close_open_blocks(self) -> list[TextEnd | ThinkingEnd | ToolCallEnd]:
         """End every block still open (some wires do not close blocks explicitly)."""
@@ -177,7 +178,7 @@ class MessageBuilder:
         if stop_reason is None:
             stop_reason = "toolUse" if self.message.tool_calls else "stop"
         self.message.stop_reason = stop_reason
-        return ProviderDone(stop_reason, self.message)
+        return ProviderDone(reason=stop_reason, message=self.message)
 
     def error(
         self, error_message: str, *, aborted: bool = False, usage: Usage | None = None
@@ -188,4 +189,4 @@ class MessageBuilder:
         reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
         self.message.stop_reason = reason
         self.message.error_message = error_message
-        return ProviderError(reason, self.message)
+        return ProviderError(reason=reason, error=self.message)

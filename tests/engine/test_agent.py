@@ -72,7 +72,7 @@ def test_async_message_sources_and_a_failing_initial_poll() -> None:
         raise ConnectionError("broker gone")
 
     rec = TraceRecorder()
-    config = LoopConfig(ScriptedModel(["x"]), get_steering_messages=steering)
+    config = LoopConfig(provider=ScriptedModel(["x"]), get_steering_messages=steering)
     result = asyncio.run(run_agent_loop([UserMessage.of("go")], AgentContext(), config, [rec]))
     assert result.reason == "error"
     assert compact(rec.trace) == [

@@ -81,7 +81,7 @@ def test_a_steering_callback_that_raises_ends_the_run_with_error() -> None:
             return broken()
         return []
 
-    config = LoopConfig(model, get_steering_messages=steering)
+    config = LoopConfig(provider=model, get_steering_messages=steering)
     result = asyncio.run(run_agent_loop([UserMessage.of("go")], context, config, [rec]))
     assert result.reason == "error"
     assert isinstance(result.error, RuntimeError)
@@ -276,7 +276,7 @@ def test_stream_agent_loop_yields_events_then_the_result() -> None:
 
     async def main() -> tuple[list[Any], Any]:
         stream = stream_agent_loop(
-            [UserMessage.of("go")], AgentContext(tools=[as_tool(NOOP)]), LoopConfig(model)
+            [UserMessage.of("go")], AgentContext(tools=[as_tool(NOOP)]), LoopConfig(provider=model)
         )
         events = [e async for e in stream]
         return events, await stream.result()
