@@ -11,8 +11,8 @@ Two vocabularies, both closed and tagged by ``type``:
   ``text_*``, ``thinking_*`` and ``toolcall_*`` start/delta/end; ``done``; ``error``.
   Tool-call arguments arrive as partial JSON text in ``toolcall_delta``.
 
-Events are slotted dataclasses built only when somebody listens; ``partial`` is the
-message being assembled (the same object throughout one call, not a copy).
+Events are slotted, keyword-only dataclasses built only when somebody listens; ``partial``
+is the message being assembled (the same object throughout one call, not a copy).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ something raised), ``aborted`` (cancelled) or ``cap`` (the round cap was reached
 
 @dataclass(slots=True, kw_only=True)
 class ProviderStart:
-    """The provider began a reply; ``partial`` is the (empty) message being built."""
+    """First event of a model call; ``partial`` is the empty message the call fills."""
 
     partial: AssistantMessage
     type: Literal["start"] = "start"
@@ -71,6 +71,8 @@ class ProviderStart:
 
 @dataclass(slots=True, kw_only=True)
 class TextStart:
+    """A text block opened at ``partial.content[content_index]``."""
+
     content_index: int
     partial: AssistantMessage
     type: Literal["text_start"] = "text_start"
@@ -78,6 +80,8 @@ class TextStart:
 
 @dataclass(slots=True, kw_only=True)
 class TextDelta:
+    """Text appended to block ``content_index``; ``delta`` is the new piece."""
+
     content_index: int
     delta: str
     partial: AssistantMessage
@@ -86,6 +90,8 @@ class TextDelta:
 
 @dataclass(slots=True, kw_only=True)
 class TextEnd:
+    """Text block ``content_index`` is complete; ``content`` is its whole text."""
+
     content_index: int
     content: str
     partial: AssistantMessage
@@ -94,6 +100,8 @@ class TextEnd:
 
 @dataclass(slots=True, kw_only=True)
 class ThinkingStart:
+    """A reasoning block opened at ``partial.content[content_index]``."""
+
     content_index: int
     partial: AssistantMessage
     type: Literal["thinking_start"] = "thinking_start"
@@ -101,6 +109,8 @@ class ThinkingStart:
 
 @dataclass(slots=True, kw_only=True)
 class ThinkingDelta:
+    """Reasoning appended to block ``content_index``; ``delta`` is the new piece."""
+
     content_index: int
     delta: str
     partial: AssistantMessage
@@ -109,6 +119,8 @@ class ThinkingDelta:
 
 @dataclass(slots=True, kw_only=True)
 class ThinkingEnd:
+    """Reasoning block ``content_index`` is complete; ``content`` is its whole text."""
+
     content_index: int
     content: str
     partial: AssistantMessage
@@ -117,6 +129,8 @@ class ThinkingEnd:
 
 @dataclass(slots=True, kw_only=True)
 class ToolCallStart:
+    """A tool call opened at ``partial.content[content_index]`` (its id and name known)."""
+
     content_index: int
     partial: AssistantMessage
     type: Literal["toolcall_start"] = "toolcall_start"
@@ -124,7 +138,7 @@ class ToolCallStart:
 
 @dataclass(slots=True, kw_only=True)
 class ToolCallDelta:
-    """A fragment of the tool call's arguments, as JSON text (not necessarily parseable)."""
+    """Argument JSON text for call ``content_index``; parseable only once it ends."""
 
     content_index: int
     delta: str
@@ -134,6 +148,8 @@ class ToolCallDelta:
 
 @dataclass(slots=True, kw_only=True)
 class ToolCallEnd:
+    """Tool call ``content_index`` is complete; ``tool_call`` holds its parsed arguments."""
+
     content_index: int
     tool_call: ToolCall
     partial: AssistantMessage
@@ -142,7 +158,7 @@ class ToolCallEnd:
 
 @dataclass(slots=True, kw_only=True)
 class ProviderDone:
-    """The reply is complete; ``message`` is final."""
+    """Last event of a call that succeeded; ``message`` is final, ``reason`` its stop."""
 
     reason: Literal["stop", "length", "toolUse"]
     message: AssistantMessage
@@ -151,11 +167,11 @@ class ProviderDone:
 
 @dataclass(slots=True, kw_only=True)
 class ProviderError:
-    """The call failed or was cancelled; ``error`` is the final message, whose
-    ``stop_reason`` is ``error`` or ``aborted`` and whose ``error_message`` says why."""
+    """Last event of a call that failed or was cancelled; ``error`` is the final message."""
 
     reason: Literal["error", "aborted"]
     error: AssistantMessage
+    """Its ``stop_reason`` is ``error`` or ``aborted`` and its ``error_message`` says why."""
     type: Literal["error"] = "error"
 
 
@@ -179,6 +195,8 @@ ProviderEvent: TypeAlias = (
 
 @dataclass(slots=True, kw_only=True)
 class AgentStart:
+    """A run began: the first event of its depth (``round`` is 0)."""
+
     depth: int = 0
     round: int = 0
     type: Literal["agent_start"] = "agent_start"
@@ -186,7 +204,7 @@ class AgentStart:
 
 @dataclass(slots=True, kw_only=True)
 class AgentEnd:
-    """The run is over. Exactly one per run, always the last event of its depth."""
+    """A run ended: exactly one, last; ``reason`` says why, ``messages`` what it added."""
 
     reason: EndReason
     messages: list[AnyMessage]
@@ -198,6 +216,8 @@ class AgentEnd:
 
 @dataclass(slots=True, kw_only=True)
 class TurnStart:
+    """A round began: one model call and the tools it picks (``round`` numbers it)."""
+
     depth: int = 0
     round: int = 0
     type: Literal["turn_start"] = "turn_start"
@@ -205,6 +225,8 @@ class TurnStart:
 
 @dataclass(slots=True, kw_only=True)
 class TurnEnd:
+    """A round ended; ``message`` is its reply, ``tool_results`` its tools' results."""
+
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
     depth: int = 0
@@ -214,6 +236,8 @@ class TurnEnd:
 
 @dataclass(slots=True, kw_only=True)
 class MessageStart:
+    """A message begins: a user message or tool result arrives, or a reply starts."""
+
     message: AnyMessage
     depth: int = 0
     round: int = 0
@@ -222,7 +246,7 @@ class MessageStart:
 
 @dataclass(slots=True, kw_only=True)
 class MessageUpdate:
-    """The assistant message grew; ``event`` is the provider event that grew it."""
+    """The streaming reply grew; ``event`` is the provider event that grew ``message``."""
 
     message: AssistantMessage
     event: ProviderEvent
@@ -233,6 +257,8 @@ class MessageUpdate:
 
 @dataclass(slots=True, kw_only=True)
 class MessageEnd:
+    """A message is complete and in the history; ``message`` is its final form."""
+
     message: AnyMessage
     depth: int = 0
     round: int = 0
@@ -241,6 +267,8 @@ class MessageEnd:
 
 @dataclass(slots=True, kw_only=True)
 class ToolExecutionStart:
+    """A tool call is about to run (or be skipped); ``args`` as the model sent them."""
+
     tool_call_id: str
     tool_name: str
     args: Any
@@ -252,6 +280,8 @@ class ToolExecutionStart:
 
 @dataclass(slots=True, kw_only=True)
 class ToolExecutionUpdate:
+    """A running tool called ``on_update``; ``partial_result`` is what it passed."""
+
     tool_call_id: str
     tool_name: str
     args: Any
@@ -263,6 +293,8 @@ class ToolExecutionUpdate:
 
 @dataclass(slots=True, kw_only=True)
 class ToolExecutionEnd:
+    """A tool call finished; ``result`` is what the model gets, ``is_error`` flags a failure."""
+
     tool_call_id: str
     tool_name: str
     result: ToolResultMessage
