@@ -26,7 +26,7 @@ from typing import Any
 
 from openprogram import Agent, Runtime, ToolRegistry
 from openprogram.providers import Context, MessageBuilder, StreamOptions
-from openprogram_sim.scripted import ScriptedModel, Turn
+from openprogram_sim.models import ScriptedModel, Turn
 from openprogram_sim.trace import TraceRecorder
 
 ROUNDS = 10

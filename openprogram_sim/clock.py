@@ -1,25 +1,17 @@
-"""A virtual clock: scripted latency advances it without sleeping for real."""
+"""Deprecated alias of ``openprogram_sim.models`` (was ``openprogram_sim.clock``);
+it goes in the next release."""
 
-from __future__ import annotations
+import warnings
 
-import asyncio
+warnings.warn(
+    "openprogram_sim.clock moved to openprogram_sim.models;"
+    " import from there (or from openprogram_sim)",
+    DeprecationWarning,
+    stacklevel=2,
+)
+
+from openprogram_sim.models import (  # noqa: E402
+    VirtualClock,
+)
 
 __all__ = ["VirtualClock"]
-
-
-class VirtualClock:
-    """Time that only moves when something waits on it.
-
-    ``await clock.sleep(2.5)`` advances :attr:`now` by 2.5 seconds and yields to the event
-    loop once, so a scripted model with latency still interleaves with other tasks (an
-    abort, say) but a test never waits.
-    """
-
-    def __init__(self, start: float = 0.0) -> None:
-        self.now = start
-
-    async def sleep(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError(f"cannot sleep a negative time ({seconds})")
-        self.now += seconds
-        await asyncio.sleep(0)

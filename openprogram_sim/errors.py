@@ -1,10 +1,35 @@
-"""The harness's error tree: one root, :class:`SimError`."""
+"""The harness's error tree: one root, :class:`SimError`.
+
+::
+
+    SimError
+    ├── ScenarioError            a scenario file cannot be loaded (every mistake, with its line)
+    ├── ScriptExhaustedError     the loop asked a scripted model for more turns than it has
+    │                            (also an AssertionError: a test's expectation failed)
+    ├── ScriptedFault            a turn with ``fault: raise``: a provider that crashes
+    │                            (also a RuntimeError, like a real provider's bug)
+    ├── ToolFailure              what a scenario tool with ``raises:`` raises (a RuntimeError)
+    └── WireEncodeError          a scripted turn cannot be expressed on an API's wire
+                                 (also a ValueError)
+
+Errors of the engine (``ModelError``, ``RunAbortedError``, ...) are
+:class:`openprogram.OpenProgramError`; a scenario run records them as data, it does not
+raise them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ScenarioError", "ScenarioIssue", "SimError"]
+__all__ = [
+    "ScenarioError",
+    "ScenarioIssue",
+    "ScriptExhaustedError",
+    "ScriptedFault",
+    "SimError",
+    "ToolFailure",
+    "WireEncodeError",
+]
 
 
 class SimError(Exception):
@@ -37,3 +62,19 @@ class ScenarioError(SimError):
         self.issues = issues
         count = f"{len(issues)} problem{'s' if len(issues) != 1 else ''}"
         super().__init__(f"invalid scenario ({count}):\n" + "\n".join(f"  {i}" for i in issues))
+
+
+class ScriptExhaustedError(SimError, AssertionError):
+    """The loop asked the model for more turns than the script has."""
+
+
+class ScriptedFault(SimError, RuntimeError):
+    """Raised by a turn with ``fault: raise``: a provider that crashes mid-stream."""
+
+
+class ToolFailure(SimError, RuntimeError):
+    """What a scenario tool with ``raises:`` raises."""
+
+
+class WireEncodeError(SimError, ValueError):
+    """The turn cannot be expressed on this API's wire."""

@@ -1,110 +1,20 @@
-"""Field matchers for traces and requests: equality, and a few operators beyond it.
+"""Deprecated alias of ``openprogram_sim.trace`` (was ``openprogram_sim.matchers``);
+it goes in the next release."""
 
-An expected value matches an actual value when they are equal, or when the expected value
-is an operator mapping:
+import warnings
 
-``{$regex: "^Skipped"}``   the actual value, as text, matches the regular expression
-``{$contains: "disk"}``    the text contains the substring (or a list contains the item)
-``{$subset: {q: a}}``      every key given is present and matches (dicts, recursively)
-``{$in: [a, b]}``          the actual value is one of these
-``{$any: true}``           anything, as long as the field is present
+warnings.warn(
+    "openprogram_sim.matchers moved to openprogram_sim.trace;"
+    " import from there (or from openprogram_sim)",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
-Operators are checked when a scenario is loaded (a bad regex is an error there, not at run
-time) by :func:`check_matcher`.
-"""
-
-from __future__ import annotations
-
-import json
-import re
-from collections.abc import Mapping
-from functools import lru_cache
-from typing import Any
+from openprogram_sim.trace import (  # noqa: E402
+    OPERATORS,
+    check_matcher,
+    describe,
+    matches,
+)
 
 __all__ = ["OPERATORS", "check_matcher", "describe", "matches"]
-
-OPERATORS = ("$regex", "$contains", "$subset", "$in", "$any")
-
-
-@lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-
-
-def _operator(expected: Any) -> tuple[str, Any] | None:
-    if isinstance(expected, Mapping) and len(expected) == 1:
-        ((key, arg),) = expected.items()
-        if isinstance(key, str) and key.startswith("$"):
-            return key, arg
-    return None
-
-
-def matches(expected: Any, actual: Any) -> bool:
-    """Whether ``actual`` satisfies ``expected`` (a plain value or an operator)."""
-    op = _operator(expected)
-    if op is None:
-        if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-            return set(expected) == set(actual) and all(
-                matches(v, actual[k]) for k, v in expected.items()
-            )
-        if isinstance(expected, list) and isinstance(actual, list):
-            return len(expected) == len(actual) and all(map(matches, expected, actual))
-        return bool(expected == actual)
-    name, arg = op
-    if name == "$regex":
-        return actual is not None and _compiled(arg).search(_text(actual)) is not None
-    if name == "$contains":
-        if isinstance(actual, list):
-            return any(matches(arg, item) for item in actual)
-        return actual is not None and str(arg) in _text(actual)
-    if name == "$subset":
-        return isinstance(actual, Mapping) and all(
-            k in actual and matches(v, actual[k]) for k, v in arg.items()
-        )
-    if name == "$in":
-        return any(matches(option, actual) for option in arg)
-    return True  # $any
-
-
-def check_matcher(expected: Any) -> str | None:
-    """None when ``expected`` is a valid matcher, else what is wrong with it."""
-    op = _operator(expected)
-    if op is None:
-        if isinstance(expected, Mapping):
-            children: list[Any] = list(expected.values())
-        elif isinstance(expected, list):
-            children = expected
-        else:
-            return None
-        return next((p for p in map(check_matcher, children) if p), None)
-    name, arg = op
-    if name not in OPERATORS:
-        return f"unknown matcher {name!r}; use one of {', '.join(OPERATORS)}"
-    return _check_argument(name, arg)
-
-
-def _check_argument(name: str, arg: Any) -> str | None:
-    if name == "$regex":
-        if not isinstance(arg, str):
-            return f"$regex needs a string pattern, got {arg!r}"
-        try:
-            _compiled(arg)
-        except re.error as exc:
-            return f"bad regex {arg!r}: {exc}; escape special characters such as ( [ . with \\"
-    if name == "$subset" and not isinstance(arg, Mapping):
-        return f"$subset needs a mapping, got {arg!r}"
-    if name == "$in" and not isinstance(arg, list):
-        return f"$in needs a list of values, got {arg!r}"
-    return None
-
-
-def describe(expected: Any) -> str:
-    """A short rendering of an expected value for diffs."""
-    op = _operator(expected)
-    if op is not None:
-        return f"{op[0][1:]} {json.dumps(op[1], default=str)}"
-    return json.dumps(expected, default=str)

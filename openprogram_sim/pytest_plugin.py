@@ -24,20 +24,17 @@ when a scenario or fixture is used.
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
-    from openprogram_sim.check import Verdict
+    from openprogram_sim._fixtures import ModelFactory, ScenarioRunner, UsageRecorder
     from openprogram_sim.errors import ScenarioError
-    from openprogram_sim.scenario import Scenario
-    from openprogram_sim.scripted import ScriptedModel
-    from openprogram_sim.trace import TraceRecorder
+    from openprogram_sim.scenario import Scenario, Verdict
 
 __all__ = [
     "InvalidScenarioItem",
@@ -46,9 +43,30 @@ __all__ = [
     "ScenarioFile",
     "ScenarioItem",
     "ScenarioRunner",
-    "assert_events",
-    "assert_no_events",
 ]
+
+_MOVED = {"assert_events": "openprogram_sim.trace", "assert_no_events": "openprogram_sim.trace"}
+
+
+def __getattr__(name: str) -> Any:
+    # The fixture types load with the harness, not at pytest start-up.
+    if name in ("ModelFactory", "ScenarioRunner"):
+        from openprogram_sim import _fixtures
+
+        return getattr(_fixtures, name)
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(
+            f"openprogram_sim.pytest_plugin.{name} moved to {_MOVED[name]}.{name} (also "
+            f"importable from openprogram_sim); the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 REPORT_ATTR = "openprogram"
 """The attribute of a pytest ``TestReport`` that carries the test's report record."""
@@ -216,9 +234,8 @@ class ScenarioItem(pytest.Item):
         self.extra_keyword_matches.add(scenario.scenario)
 
     def runtest(self) -> None:
-        from openprogram_sim.check import check_outcome
         from openprogram_sim.report import scenario_record
-        from openprogram_sim.runner import run_scenario
+        from openprogram_sim.scenario import check_outcome, run_scenario
 
         verdict = check_outcome(run_scenario(self.scenario))
         path = _relpath(self.config, self.path)
@@ -443,205 +460,41 @@ def _test_record(request: pytest.FixtureRequest) -> _TestRecord:
     return record
 
 
-class ModelFactory:
-    """Makes scripted models (``openprogram_model``). Models it made are remembered so the
-    report can show their usage per model call::
-
-        model = openprogram_model([{"tool_calls": [{"add": {"a": 1}}]}, "done"])
-        fn = openprogram_model.function(lambda request: "hi")
-        auto = openprogram_model.auto()
-    """
-
-    def __init__(self) -> None:
-        self.models: list[ScriptedModel] = []
-
-    def __call__(self, turns: Iterable[Any] = (), **options: Any) -> ScriptedModel:
-        from openprogram_sim.scripted import ScriptedModel
-
-        return self._keep(ScriptedModel(turns, **options))
-
-    def function(self, fn: Callable[..., Any], **options: Any) -> ScriptedModel:
-        from openprogram_sim.scripted import FunctionModel
-
-        return self._keep(FunctionModel(fn, **options))
-
-    def auto(self, **options: Any) -> ScriptedModel:
-        from openprogram_sim.scripted import AutoModel
-
-        return self._keep(AutoModel(**options))
-
-    def _keep(self, model: ScriptedModel) -> ScriptedModel:
-        self.models.append(model)
-        return model
-
-
 @pytest.fixture
 def openprogram_model() -> ModelFactory:
     """A factory of scripted models: ``openprogram_model(turns)``, ``.function(fn)``,
-    ``.auto()`` (see :mod:`openprogram_sim.scripted`)."""
+    ``.auto()`` (see :mod:`openprogram_sim.models`)."""
+    from openprogram_sim._fixtures import ModelFactory
+
     return ModelFactory()
 
 
 @pytest.fixture
-def openprogram_trace(request: pytest.FixtureRequest) -> TraceRecorder:
+def openprogram_trace(request: pytest.FixtureRequest) -> UsageRecorder:
     """A :class:`~openprogram_sim.trace.TraceRecorder`: ``runtime.subscribe(it)``, then
     read ``.trace``. What it records is shown in the report under the test."""
+    from openprogram_sim._fixtures import UsageRecorder
     from openprogram_sim.report import run_entry
 
-    recorder: Any = _usage_recorder_class()()
+    recorder = UsageRecorder()
     _test_record(request).runs.append(
         lambda: run_entry(recorder.trace, label="openprogram_trace", usage=recorder.usage)
     )
-    traced: TraceRecorder = recorder
-    return traced
-
-
-@functools.cache
-def _usage_recorder_class() -> type[Any]:
-    from openprogram_sim.trace import TraceRecorder
-
-    class UsageRecorder(TraceRecorder):
-        """A TraceRecorder that also keeps each assistant message's usage (for the report);
-        the trace itself is exactly TraceRecorder's."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.usage: list[Any] = []
-
-        def __call__(self, event: Any) -> None:
-            super().__call__(event)
-            if event.type == "message_end" and getattr(event.message, "role", "") == "assistant":
-                self.usage.append(getattr(event.message, "usage", None))
-
-    return UsageRecorder
-
-
-class ScenarioRunner:
-    """Runs a scenario in a Python test (``openprogram_scenario``) and returns its verdict;
-    by default a failed verdict raises ``AssertionError`` with the same diff the scenario
-    item shows. ``source``: a path, YAML text, a mapping, or a loaded ``Scenario``."""
-
-    def __init__(self, record: _TestRecord, base: Path) -> None:
-        self._record = record
-        self._base = base
-
-    def __call__(self, source: Any, *, check: bool = True) -> Verdict:
-        __tracebackhide__ = True
-        from openprogram_sim.check import check_outcome
-        from openprogram_sim.report import format_verdict, scenario_record
-        from openprogram_sim.runner import run_scenario
-
-        scenario = self.load(source)
-        verdict = check_outcome(run_scenario(scenario))
-        run = scenario_record(verdict, id="", path="")["runs"][0]
-        run["label"] = scenario.scenario
-        self._record.runs.append(lambda: run)
-        if check and not verdict.passed:
-            raise AssertionError(
-                f"scenario failed: {scenario.scenario}\n\n{format_verdict(verdict)}"
-            )
-        return verdict
-
-    def load(self, source: Any) -> Scenario:
-        """A Scenario from a path, YAML text, a mapping or a Scenario."""
-        from openprogram_sim.scenario import Scenario, load_scenario, parse_scenario
-
-        if isinstance(source, Scenario):
-            return source
-        if isinstance(source, Path):
-            return load_scenario(source if source.is_absolute() else self._base / source)
-        if isinstance(source, Mapping):
-            import yaml
-
-            return parse_scenario(yaml.safe_dump(dict(source)), "<mapping>")
-        if isinstance(source, str) and "\n" not in source and source.endswith(_SUFFIXES):
-            return load_scenario(self._base / source)
-        if isinstance(source, str):
-            return parse_scenario(source, "<string>")
-        raise TypeError(
-            f"openprogram_scenario takes a path, YAML text, a mapping or a Scenario, "
-            f"got {type(source).__name__}"
-        )
+    return recorder
 
 
 @pytest.fixture
 def openprogram_scenario(request: pytest.FixtureRequest) -> ScenarioRunner:
     """Run a scenario: ``verdict = openprogram_scenario("scenarios/x.yaml")`` (relative
     paths from the invocation directory); a failed verdict raises with its diff."""
-    return ScenarioRunner(_test_record(request), request.config.invocation_params.dir)
+    from openprogram_sim._fixtures import ScenarioRunner
 
-
-def assert_events(
-    trace: Sequence[Mapping[str, Any]],
-    expected: Sequence[Mapping[str, Any]],
-    mode: str = "ordered",
-) -> None:
-    """Assert that ``trace`` holds ``expected`` (``{event_type: {field: matcher}}`` items,
-    the matchers of scenario files) ``ordered`` (gaps allowed), ``exact`` or ``unordered``;
-    raises ``AssertionError`` with the same diff text a scenario failure shows::
-
-        assert_events(rec.trace, [
-            {"tool_execution_end": {"tool_name": "search", "is_error": False}},
-            {"agent_end": {"reason": "stop"}},
-        ])
-    """
-    __tracebackhide__ = True
-    from openprogram_sim.trace import match_events, render_mismatch
-
-    if mode not in ("ordered", "exact", "unordered"):
-        raise ValueError(f"mode must be 'ordered', 'exact' or 'unordered', got {mode!r}")
-    _check_expected(expected)
-    events = [dict(e) for e in trace]
-    wanted = [dict(e) for e in expected]
-    mismatch = match_events(wanted, events, mode)
-    if mismatch is not None:
-        detail = render_mismatch(mismatch, events, total=len(wanted))
-        indented = "\n".join(f"  {line}" for line in detail.splitlines())
-        raise AssertionError(f"events ({mode}) did not match\n{indented}")
-
-
-def assert_no_events(
-    trace: Sequence[Mapping[str, Any]], unwanted: Sequence[Mapping[str, Any]]
-) -> None:
-    """Assert that no event of ``trace`` matches any of ``unwanted`` (like ``not_events``)."""
-    __tracebackhide__ = True
-    from openprogram_sim.matchers import describe
-    from openprogram_sim.trace import event_matches, render_entry
-
-    _check_expected(unwanted)
-    events = [dict(e) for e in trace]
-    for item in unwanted:
-        hits = [i for i, e in enumerate(events) if event_matches(item, e)]
-        if hits:
-            shown = "\n".join(f"  #{i:<3} {render_entry(events[i])}" for i in hits[:5])
-            raise AssertionError(
-                f"an event that must not occur occurred {len(hits)} time(s): "
-                f"{describe(item)}\n{shown}"
-            )
-
-
-def _check_expected(expected: Sequence[Mapping[str, Any]]) -> None:
-    from openprogram_sim.matchers import check_matcher
-    from openprogram_sim.scenario import EVENT_FIELDS
-
-    for i, item in enumerate(expected):
-        if not isinstance(item, Mapping) or len(item) != 1:
-            raise ValueError(
-                f"expected event {i + 1} must be one {{event_type: {{field: matcher}}}} "
-                f"mapping, got {item!r}"
-            )
-        ((event_type, fields),) = item.items()
-        if event_type not in EVENT_FIELDS:
-            raise ValueError(
-                f"expected event {i + 1}: unknown event {event_type!r}; events are: "
-                f"{', '.join(EVENT_FIELDS)}"
-            )
-        problem = check_matcher(fields or {})
-        if problem:
-            raise ValueError(f"expected event {i + 1}: {problem}")
+    return ScenarioRunner(_test_record(request).runs, request.config.invocation_params.dir)
 
 
 @pytest.fixture
 def openprogram_assert_events() -> Callable[..., None]:
-    """:func:`assert_events` as a fixture (no import needed in conftest-less tests)."""
+    """:func:`openprogram_sim.trace.assert_events` as a fixture (no import needed)."""
+    from openprogram_sim.trace import assert_events
+
     return assert_events

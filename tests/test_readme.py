@@ -37,7 +37,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 def test_the_failure_diff_shown_is_what_the_cli_prints() -> None:
-    from openprogram_sim.cli import _print_text, run_paths
+    from openprogram_sim.cli.run import _print_text, run_paths
 
     shown = next(b for b in _blocks("text") if "did not match" in b)
     out = io.StringIO()

@@ -11,8 +11,6 @@ Build records with :func:`scenario_record`, :func:`invalid_record` or
 Used by the pytest plugin (``--openprogram-report``) and by ``openprogram-sim run --report``.
 """
 
-from __future__ import annotations
-
 from openprogram_sim.report._records import (
     format_verdict,
     invalid_record,

@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openprogram.types import Usage
-    from openprogram_sim.check import Verdict
     from openprogram_sim.errors import ScenarioError
-    from openprogram_sim.scenario import Scenario
+    from openprogram_sim.scenario import Scenario, Verdict
 
 __all__ = [
     "format_verdict",
@@ -112,11 +111,10 @@ def format_verdict(verdict: Verdict) -> str:
 
 def _scenario_run(scenario: Scenario, verdict: Verdict) -> dict[str, Any]:
     outcome = verdict.outcome
-    turns = getattr(outcome.model, "turns", [])
     return run_entry(
         outcome.trace,
         label=scenario.exec.content,
-        usage=[t.usage for t in turns[: outcome.model_calls]],
+        usage=list(outcome.usage),
         steering=[s.text for s in scenario.steering],
         follow_ups=[f.text for f in scenario.follow_ups],
     )

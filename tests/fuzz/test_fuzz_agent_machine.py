@@ -21,9 +21,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from openprogram import Agent
 from openprogram.agent.agent_loop import LoopResult
 from openprogram.types import AnyMessage, AssistantMessage, ToolResultMessage
-from openprogram_sim import strategies as ops
 from openprogram_sim.fuzz import check_trace
-from openprogram_sim.scripted import FunctionModel, ScriptedRequest
+from openprogram_sim.fuzz import strategies as ops
+from openprogram_sim.models import FunctionModel, ScriptedRequest
 from openprogram_sim.trace import TraceRecorder
 
 CAP = 6

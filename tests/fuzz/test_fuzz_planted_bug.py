@@ -11,10 +11,9 @@ import pytest
 from openprogram.agent import agent_loop
 from openprogram.events import AgentEnd
 from openprogram.types import ToolResultMessage
-from openprogram_sim.check import check_outcome
 from openprogram_sim.cli import main
 from openprogram_sim.fuzz import run_campaign, run_generated
-from openprogram_sim.scenario import load_scenario
+from openprogram_sim.scenario import check_outcome, load_scenario
 
 
 def _plant_dropped_skip(monkeypatch: pytest.MonkeyPatch) -> None:

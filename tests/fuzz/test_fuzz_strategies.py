@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from openprogram.tools._validation import ArgumentsError, compile_validator
-from openprogram_sim import _strategies, fuzz, strategies
+from openprogram_sim import fuzz
+from openprogram_sim.fuzz import _generate as _strategies
+from openprogram_sim.fuzz import strategies
 from openprogram_sim.scenario import Scenario, parse_scenario
 
 FAST = settings(max_examples=60, derandomize=True, deadline=None, database=None)

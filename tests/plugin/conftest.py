@@ -11,11 +11,16 @@ import hypothesis
 import pytest
 from plugin_data import write_scenarios
 
-import openprogram_sim.check
+import openprogram_sim._fixtures
 import openprogram_sim.report
-import openprogram_sim.runner
+import openprogram_sim.scenario
 
-PRELOADED = (hypothesis, openprogram_sim.check, openprogram_sim.report, openprogram_sim.runner)
+PRELOADED = (
+    hypothesis,
+    openprogram_sim._fixtures,
+    openprogram_sim.report,
+    openprogram_sim.scenario,
+)
 
 
 @pytest.fixture

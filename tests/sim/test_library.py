@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_sim.check import check_outcome
-from openprogram_sim.runner import run_scenario
-from openprogram_sim.scenario import Scenario, discover, load_scenario
+from openprogram_sim.scenario import Scenario, check_outcome, discover, load_scenario, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "scenarios"

@@ -12,13 +12,13 @@ from openprogram import Runtime, ToolRegistry
 from openprogram.providers import Context, StreamOptions
 from openprogram.tools import ToolSpec
 from openprogram.types import UserMessage
-from openprogram_sim.clock import VirtualClock
-from openprogram_sim.scripted import (
+from openprogram_sim.models import (
     AutoModel,
     FunctionModel,
     ScriptedModel,
     ScriptedRequest,
     Turn,
+    VirtualClock,
     example_value,
 )
 from openprogram_sim.trace import TraceRecorder

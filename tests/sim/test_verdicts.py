@@ -6,11 +6,8 @@ from typing import Any
 
 import pytest
 
-from openprogram_sim.check import check_outcome
-from openprogram_sim.matchers import matches
-from openprogram_sim.runner import run_scenario
-from openprogram_sim.scenario import parse_scenario
-from openprogram_sim.trace import match_events
+from openprogram_sim.scenario import check_outcome, parse_scenario, run_scenario
+from openprogram_sim.trace import match_events, matches
 
 BASE = """\
 scenario: two searches then text

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from wire_support import MODE_IDS, MODES, make_provider, one_call
 
-from openprogram.providers.wire import parse_response
+from openprogram.providers import parse_response
 from openprogram.types import AssistantMessage, TextContent, ThinkingContent, Usage
-from openprogram_sim.scripted import Turn
+from openprogram_sim.models import Turn
 from openprogram_sim.wire import (
     APIS,
     ScriptedWire,

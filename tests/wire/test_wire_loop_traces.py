@@ -43,11 +43,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_support import MODE_IDS, MODES, make_provider, run_scenario_with
+from wire_support import MODE_IDS, MODES, make_provider
 
-from openprogram_sim.runner import build_model
-from openprogram_sim.scenario import Scenario, discover, load_scenario
-from openprogram_sim.scripted import ScriptedModel, Turn, TurnToolCall
+from openprogram_sim.models import ScriptedModel, Turn, TurnToolCall
+from openprogram_sim.scenario import Scenario, arun_scenario, build_model, discover, load_scenario
 from openprogram_sim.wire import ScriptedWire, WireEncodeError, as_carried, encode
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
@@ -143,11 +142,11 @@ async def _both(
 ) -> tuple[Any, Any, Any, Any]:
     # Normalization 4: the scripted model plays each turn as the wire carries it.
     model = ScriptedModel([as_carried(api, t, stream=stream) for t in _turns(scenario)])
-    scripted = await run_scenario_with(scenario, model)
+    scripted = await arun_scenario(scenario, model)
     wire = ScriptedWire(wire_turns if wire_turns is not None else _turns(scenario))
     provider = make_provider(api, wire, stream=stream)
     try:
-        adapter = await run_scenario_with(scenario, provider)
+        adapter = await arun_scenario(scenario, provider)
     finally:
         await provider.client.aclose()
     return scripted, model, adapter, wire

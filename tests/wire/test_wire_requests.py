@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_support import MODE_IDS, MODES, make_provider, run_scenario_with
+from wire_support import MODE_IDS, MODES, make_provider
 
 from openprogram import Runtime, ToolRegistry
-from openprogram.providers.wire import tool_choice_fields
-from openprogram_sim.runner import build_model
-from openprogram_sim.scenario import discover, load_scenario
-from openprogram_sim.scripted import ScriptedModel, ScriptedRequest
+from openprogram.providers import tool_choice_fields
+from openprogram_sim.models import ScriptedModel, ScriptedRequest
+from openprogram_sim.scenario import arun_scenario, build_model, discover, load_scenario
 from openprogram_sim.wire import APIS, ScriptedWire, WireRequest
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
@@ -68,11 +67,11 @@ def check_request(api: str, sent: WireRequest, seen: ScriptedRequest) -> None:
 async def _run(path: Path, api: str, stream: bool) -> tuple[ScriptedModel, ScriptedWire]:
     scenario = load_scenario(path)
     model = build_model(scenario)
-    await run_scenario_with(scenario, model)
+    await arun_scenario(scenario, model)
     wire = ScriptedWire(build_model(scenario).turns)
     provider = make_provider(api, wire, stream=stream)
     try:
-        await run_scenario_with(scenario, provider)
+        await arun_scenario(scenario, provider)
     finally:
         await provider.client.aclose()
     return model, wire

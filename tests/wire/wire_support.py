@@ -1,18 +1,12 @@
-"""Helpers for the wire tests: real adapters over a ScriptedWire, and scenario runs with any
-provider (the scenario runner's own setup, with the provider swapped)."""
+"""Helpers for the wire tests: the real adapters over a ScriptedWire. Scenario runs with an
+adapter as the model go through the runner's own seam, ``run_scenario(scenario, provider)``."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from typing import Any
 
-from openprogram import Runtime, ToolRegistry
-from openprogram.providers.base import Context, Provider, StreamOptions
+from openprogram.providers import Context, StreamOptions
 from openprogram.types import AssistantMessage, UserMessage
-from openprogram_sim.runner import _Build, _steering_listener
-from openprogram_sim.scenario import Scenario
-from openprogram_sim.trace import TraceRecorder
 from openprogram_sim.wire import APIS, ScriptedWire
 
 MODES = [(api, stream) for api in APIS for stream in (True, False)]
@@ -64,38 +58,3 @@ async def one_call(provider: Any, options: StreamOptions | None = None) -> Assis
         await provider.client.aclose()
     assert final is not None, "the provider ended without a done or error event"
     return final
-
-
-@dataclass(slots=True)
-class Run:
-    trace: list[dict[str, Any]]
-    result: Any
-    error: BaseException | None
-    seconds: float
-
-
-async def run_scenario_with(scenario: Scenario, provider: Provider) -> Run:
-    """Run ``scenario`` exactly as :func:`openprogram_sim.runner.arun_scenario` does (fresh
-    registry with its tools, steering listeners, follow-ups), with ``provider`` as the
-    model."""
-    box: dict[str, Runtime] = {}
-    build = _Build(scenario, box)
-    registry = ToolRegistry(build.entries.values())
-    for set_name, members in scenario.toolsets.items():
-        registry.define_toolset(set_name, members)
-    runtime = Runtime(provider=provider, registry=registry, system_prompt=scenario.system_prompt)
-    box["runtime"] = runtime
-    recorder = TraceRecorder()
-    runtime.subscribe(recorder)
-    if scenario.steering:
-        runtime.subscribe(_steering_listener(scenario, runtime))
-    for follow in scenario.follow_ups:
-        runtime.follow_up(follow.text)
-    start = time.perf_counter()
-    result: Any = None
-    error: BaseException | None = None
-    try:
-        result = await runtime.aexec(scenario.exec.content, **build.exec_kwargs(scenario.exec))
-    except Exception as exc:
-        error = exc
-    return Run(recorder.trace, result, error, time.perf_counter() - start)

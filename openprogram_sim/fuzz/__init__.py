@@ -1,6 +1,6 @@
 """Fuzzing the tool-call loop: the invariants every run keeps, and campaigns that check them.
 
-Every generated scenario (see :mod:`openprogram_sim.strategies`) is run through the real
+Every generated scenario (see :mod:`openprogram_sim.fuzz.strategies`) is run through the real
 runner and its trace checked::
 
     from openprogram_sim.fuzz import check_invariants, run_generated
@@ -23,12 +23,7 @@ processes, with the first violation shrunk and written as a regression scenario 
 reproduces it with ``openprogram-sim run``.
 """
 
-from __future__ import annotations
-
-import asyncio
-from typing import Any
-
-from openprogram_sim._campaign import (
+from openprogram_sim.fuzz._campaign import (
     CampaignResult,
     FuzzFailure,
     FuzzStats,
@@ -36,10 +31,12 @@ from openprogram_sim._campaign import (
     run_campaign,
     scenario_from_bytes,
 )
-from openprogram_sim._invariants import DOCUMENTED_ERRORS, check_outcome_invariants, check_trace
-from openprogram_sim._regression import derive_expect, write_regression
-from openprogram_sim.runner import RunOutcome, arun_scenario
-from openprogram_sim.scenario import Scenario
+from openprogram_sim.fuzz._invariants import (
+    DOCUMENTED_ERRORS,
+    check_trace,
+)
+from openprogram_sim.fuzz._regression import derive_expect, write_regression
+from openprogram_sim.fuzz._run import check_invariants, run_generated
 
 __all__ = [
     "DOCUMENTED_ERRORS",
@@ -56,20 +53,6 @@ __all__ = [
     "write_regression",
 ]
 
-
-def check_invariants(outcome: RunOutcome, *, replay: RunOutcome | None = None) -> list[str]:
-    """The invariants violated by one scenario run (empty when all hold). Pass ``replay``,
-    the same scenario run again, to check that it gives the same trace."""
-    return check_outcome_invariants(outcome, replay=replay)
-
-
-def run_generated(
-    scenario: Scenario | dict[str, Any], *, loop: asyncio.AbstractEventLoop | None = None
-) -> RunOutcome:
-    """Run a (generated) scenario once through the real runner, on ``loop`` if given (reuse
-    one loop for many runs: it is much faster than a fresh loop per run)."""
-    if not isinstance(scenario, Scenario):
-        scenario = Scenario.model_validate(scenario)
-    if loop is None:
-        return asyncio.run(arun_scenario(scenario))
-    return loop.run_until_complete(arun_scenario(scenario))
+for _cls in (CampaignResult, FuzzFailure, FuzzStats):
+    _cls.__module__ = __name__
+del _cls

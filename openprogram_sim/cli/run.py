@@ -1,20 +1,9 @@
-"""``openprogram-sim``: run scenario files, export their schema.
-
-    openprogram-sim run [PATHS...] [--json] [-k TEXT] [--report PATH]
-    openprogram-sim schema [-o FILE]
-    openprogram-sim fuzz [--examples N] [--seed S] [--workers K] [--regressions DIR]
-
-``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
-each failure and a summary; a progress bar is drawn on stderr for long runs in a terminal.
-The exit status is 0 only when every scenario passed (1: a scenario failed, 2: a file
-could not be loaded or the command was misused).
-"""
+"""``openprogram-sim run``: load scenario files, run them, check them, print the verdicts."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -22,12 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from openprogram_sim.check import Verdict, check_outcome
 from openprogram_sim.errors import ScenarioError
-from openprogram_sim.runner import run_scenario
-from openprogram_sim.scenario import discover, json_schema, load_scenario
+from openprogram_sim.scenario import Verdict, check_outcome, discover, load_scenario, run_scenario
 
-__all__ = ["ScenarioResult", "main", "run_paths"]
+__all__ = ["ScenarioResult", "add_parser", "command", "run_paths"]
 
 PROGRESS_THRESHOLD = 20
 
@@ -159,7 +146,7 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
     print(f"\n{len(results)} scenarios: {', '.join(parts)} in {elapsed:.2f}s", file=out)
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         results = run_paths(args.paths or ["scenarios"], keyword=args.keyword)
@@ -202,90 +189,10 @@ def _write_report(results: list[ScenarioResult], target: str, elapsed: float) ->
     print(f"openprogram-sim: report written to {written}", file=sys.stderr)
 
 
-def _cmd_schema(args: argparse.Namespace) -> int:
-    text = json.dumps(json_schema(), indent=2) + "\n"
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-def _cmd_fuzz(args: argparse.Namespace) -> int:
-    try:
-        from openprogram_sim._campaign import fuzz_command  # Hypothesis loads only for fuzz
-    except ImportError as exc:  # Hypothesis comes with the test extra
-        print(
-            f"openprogram-sim fuzz needs Hypothesis ({exc}); install it: "
-            "pip install 'openprogram[test]'",
-            file=sys.stderr,
-        )
-        return 2
-    if args.examples < 0 or args.workers < 1 or args.replay_every < 0:
-        print(
-            "openprogram-sim fuzz: --examples >= 0, --workers >= 1, --replay-every >= 0",
-            file=sys.stderr,
-        )
-        return 2
-    regressions = None if args.no_write else args.regressions
-    return fuzz_command(
-        args.examples,
-        args.seed,
-        args.workers,
-        regressions,
-        replay_every=args.replay_every,
-        out=sys.stdout,
-        err=sys.stderr,
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="openprogram-sim",
-        description="Run and inspect openprogram scenario files on the built-in simulator.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_parser(sub: Any) -> None:
     run = sub.add_parser("run", help="run scenario files and check their expectations")
     run.add_argument("paths", nargs="*", help="files or folders (default: scenarios/)")
     run.add_argument("--json", action="store_true", help="print machine-readable results")
     run.add_argument("-k", "--keyword", help="only scenarios whose title or path contains this")
     run.add_argument("--report", metavar="PATH", help="also write a self-contained HTML report")
-    run.set_defaults(func=_cmd_run)
-    schema = sub.add_parser("schema", help="print the JSON Schema of scenario files")
-    schema.add_argument("-o", "--output", help="write to this file instead of stdout")
-    schema.set_defaults(func=_cmd_schema)
-    fuzz = sub.add_parser("fuzz", help="generate scenarios and check the loop's invariants")
-    fuzz.add_argument("--examples", type=int, default=1000, help="scenarios to run (1000)")
-    fuzz.add_argument("--seed", type=int, default=0, help="campaign seed (0)")
-    fuzz.add_argument("--workers", type=int, default=1, help="processes to spread over (1)")
-    fuzz.add_argument(
-        "--replay-every",
-        type=int,
-        default=4,
-        metavar="N",
-        help="run every N-th scenario twice and compare traces (4; 0: never)",
-    )
-    fuzz.add_argument(
-        "--regressions",
-        default="scenarios/regressions",
-        metavar="DIR",
-        help="where a shrunk failing case is written (scenarios/regressions)",
-    )
-    fuzz.add_argument("--no-write", action="store_true", help="do not write a regression file")
-    fuzz.set_defaults(func=_cmd_fuzz)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        code: int = args.func(args)
-    except BrokenPipeError:
-        # the reader went away (`... | head`): not an error of ours; silence the flush at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    run.set_defaults(func=command)

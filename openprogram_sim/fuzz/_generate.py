@@ -1,4 +1,4 @@
-"""Private builders behind :mod:`openprogram_sim.strategies` (arguments already checked).
+"""Private builders behind :mod:`openprogram_sim.fuzz.strategies` (arguments already checked).
 
 Everything drawn here is plain data in the scenario file's shape (dicts, lists, strings,
 ints, bools), so a generated case is a scenario as soon as it validates, and it dumps to

@@ -3,7 +3,7 @@
 Speed is a feature here, and three choices give it:
 
 - Generation: each Hypothesis example draws a batch of byte strings (one per scenario)
-  and the builders of :mod:`openprogram_sim._strategies` read the scenario from them.
+  and the builders of :mod:`openprogram_sim.fuzz._generate` read the scenario from them.
   One large draw per scenario costs a fraction of the ~80 small draws the public
   strategies make, and the shrinker still works (lower bytes are simpler choices).
 - Execution: each process keeps one event loop and runs every scenario on it
@@ -23,23 +23,21 @@ import hashlib
 import math
 import multiprocessing
 import time
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from openprogram.agent.agent_loop import SKIPPED_TEXT
-from openprogram_sim import _strategies as _s
-from openprogram_sim._invariants import check_outcome_invariants, steering_triggers
-from openprogram_sim._regression import write_regression
-from openprogram_sim.runner import RunOutcome, arun_scenario
-from openprogram_sim.scenario import Scenario
+from openprogram_sim.fuzz import _generate as _s
+from openprogram_sim.fuzz._invariants import check_outcome_invariants
+from openprogram_sim.fuzz._regression import write_regression
+from openprogram_sim.fuzz._stats import FuzzStats
+from openprogram_sim.scenario import Scenario, arun_scenario
 
 __all__ = [
     "CampaignResult",
@@ -70,106 +68,8 @@ _OPTIONS = (
 
 def scenario_from_bytes(blob: bytes) -> dict[str, Any]:
     """The scenario dict the campaign builds from one byte string (the defaults of
-    :func:`openprogram_sim.strategies.scenario_dicts`)."""
+    :func:`openprogram_sim.fuzz.strategies.scenario_dicts`)."""
     return _s.scenario_dict(_s.ByteSource(blob), *_OPTIONS)
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-@dataclass(slots=True)
-class FuzzStats:
-    """What a campaign generated and ran."""
-
-    runs: int = 0
-    replays: int = 0
-    rounds: int = 0
-    """Model calls (assistant replies), all depths."""
-    tool_calls: int = 0
-    results: Counter[str] = field(default_factory=Counter)
-    """Tool results by kind: ok, tool error, unknown tool, invalid arguments, skipped."""
-    faults: Counter[str] = field(default_factory=Counter)
-    """Model turns that failed, by kind."""
-    ends: Counter[str] = field(default_factory=Counter)
-    """``agent_end.reason`` of every run (all depths)."""
-    steering: int = 0
-    """Steering messages injected (their trigger point was reached)."""
-    follow_ups: int = 0
-    nested_runs: int = 0
-    max_depth: int = 0
-    max_rounds: int = 0
-    """The most rounds one run made."""
-
-    def add(self, outcome: RunOutcome) -> None:
-        self.runs += 1
-        trace = outcome.trace
-        rounds_by_run: list[int] = []
-        for e in trace:
-            kind = e["type"]
-            if kind == "tool_execution_end":
-                self.results[_result_kind(e)] += 1
-            elif kind == "agent_end":
-                self.ends[e["reason"]] += 1
-                rounds_by_run.append(e["round"])
-            elif kind == "agent_start" and e["depth"] > 0:
-                self.nested_runs += 1
-                self.max_depth = max(self.max_depth, e["depth"])
-            elif kind == "tool_execution_start":
-                self.tool_calls += 1
-        self.rounds += outcome.model.calls
-        self.max_rounds = max(self.max_rounds, *rounds_by_run, 0)
-        turns = outcome.model.turns[: outcome.model.calls]
-        for turn in turns:
-            if turn.fault is not None:
-                self.faults[f"fault {turn.fault}"] += 1
-            elif turn.stop_reason in ("error", "aborted"):
-                self.faults[f"{turn.stop_reason} stop"] += 1
-        if outcome.model.calls > len(turns):
-            self.faults["script exhausted"] += outcome.model.calls - len(turns)
-        scenario = outcome.scenario
-        if scenario.steering:
-            self.steering += len(steering_triggers(scenario, trace))
-        self.follow_ups += len(scenario.follow_ups)
-
-    def merge(self, other: FuzzStats) -> None:
-        for name in ("runs", "replays", "rounds", "tool_calls", "steering", "follow_ups"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.nested_runs += other.nested_runs
-        self.results.update(other.results)
-        self.faults.update(other.faults)
-        self.ends.update(other.ends)
-        self.max_depth = max(self.max_depth, other.max_depth)
-        self.max_rounds = max(self.max_rounds, other.max_rounds)
-
-    def summary(self) -> list[str]:
-        def counts(c: Counter[str]) -> str:
-            return ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
-
-        return [
-            f"runs            {self.runs} (replayed and compared: {self.replays})",
-            f"model calls     {self.rounds} (most in one run: {self.max_rounds})",
-            f"tool calls      {self.tool_calls}: {counts(self.results)}",
-            f"model faults    {sum(self.faults.values())}: {counts(self.faults)}",
-            f"runs ended      {counts(self.ends)}",
-            f"steering        {self.steering} injected; follow-ups {self.follow_ups} queued",
-            f"nested runs     {self.nested_runs} (deepest: depth {self.max_depth})",
-        ]
-
-
-def _result_kind(e: dict[str, Any]) -> str:
-    if not e["is_error"]:
-        return "ok"
-    text = e["result"]
-    if text == SKIPPED_TEXT:
-        return "skipped"
-    if text.startswith("Tool ") and " not found (available: " in text:
-        return "unknown tool"
-    if text.startswith("Validation failed for tool "):
-        return "invalid arguments"
-    return "tool error"
-
-
-# --------------------------------------------------------------------------- chunks
 
 
 @dataclass(slots=True)
@@ -263,7 +163,7 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
             if searching:
                 state["replay_failed"] = any(_REPLAY_MARK in v for v in violations)
             state["failure"] = FuzzFailure(
-                data, violations, outcome.trace, outcome.model.calls, chunk.index, chunk.seed
+                data, violations, outcome.trace, outcome.model_calls, chunk.index, chunk.seed
             )
             raise _Violation("\n".join(violations))
 
@@ -441,7 +341,7 @@ def _simplify(failure: FuzzFailure) -> None:
         violations = check_outcome_invariants(outcome)
         if violations:
             failure.scenario, failure.violations = candidate, violations
-            failure.trace, failure.model_calls = outcome.trace, outcome.model.calls
+            failure.trace, failure.model_calls = outcome.trace, outcome.model_calls
 
 
 def _write(failure: FuzzFailure, directory: str | Path, seed: int) -> None:
@@ -457,76 +357,8 @@ def _write(failure: FuzzFailure, directory: str | Path, seed: int) -> None:
 def reproduces(path: str | Path) -> bool:
     """Whether the scenario file at ``path`` fails on the loop as it is now (its
     expectations, or the invariants)."""
-    from openprogram_sim.check import check_outcome
-    from openprogram_sim.scenario import load_scenario
+    from openprogram_sim.scenario import check_outcome, load_scenario
 
     scenario = load_scenario(path)
     outcome = _loop().run_until_complete(arun_scenario(scenario))
     return not check_outcome(outcome).passed or bool(check_outcome_invariants(outcome))
-
-
-# --------------------------------------------------------------------------- the command
-
-
-def _progress_printer(total: int, err: TextIO) -> Progress:
-    tty = err.isatty()
-    state = {"next": 0.0}
-
-    def show(stats: FuzzStats, elapsed: float) -> None:
-        rate = stats.runs / elapsed if elapsed else 0.0
-        line = f"fuzz: {stats.runs}/{total} runs, {elapsed:.1f}s, {rate:.0f} runs/s"
-        if tty:
-            err.write(f"\r{line}   ")
-        elif elapsed >= state["next"] or stats.runs >= total:
-            state["next"] = elapsed + 10.0  # a line every 10 s in logs
-            err.write(line + "\n")
-        err.flush()
-
-    return show
-
-
-def fuzz_command(
-    examples: int,
-    seed: int,
-    workers: int,
-    regressions: str | None,
-    *,
-    replay_every: int = 4,
-    out: TextIO,
-    err: TextIO,
-) -> int:
-    """``openprogram-sim fuzz``: run a campaign, print progress (stderr), a summary of what
-    was generated and the verdict; 0 when no invariant was violated, 1 otherwise."""
-    print(
-        f"fuzz: {examples} generated scenarios, seed {seed}, {workers} worker(s)",
-        file=out,
-        flush=True,
-    )
-    result = run_campaign(
-        examples,
-        seed,
-        workers,
-        regressions=regressions,
-        replay_every=replay_every,
-        progress=_progress_printer(examples, err),
-    )
-    if err.isatty():
-        err.write("\n")
-    for line in result.stats.summary():
-        print(f"  {line}", file=out)
-    print(
-        f"  wall time       {result.elapsed:.1f}s, {result.runs_per_second:.0f} runs/s",
-        file=out,
-    )
-    failure = result.failure
-    if failure is None:
-        print(f"no invariant violated in {result.stats.runs} runs (seed {seed})", file=out)
-        return 0
-    print(f"\nINVARIANT VIOLATED (chunk {failure.chunk}, seed {seed}), shrunk case:", file=out)
-    for violation in failure.violations:
-        print(f"  - {violation}", file=out)
-    if failure.path is not None:
-        verdict = "reproduces it" if failure.reproduced else "does NOT reproduce it"
-        print(f"regression scenario written: {failure.path} ({verdict})", file=out)
-        print(f"  replay: openprogram-sim run {failure.path}", file=out)
-    return 1

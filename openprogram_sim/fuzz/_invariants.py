@@ -438,7 +438,7 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
 
 def check_outcome_invariants(outcome: Any, *, replay: Any | None = None) -> list[str]:
     """Every invariant of a scenario run (``outcome``: a
-    :class:`~openprogram_sim.runner.RunOutcome`): :func:`check_trace` with each run's cap,
+    :class:`~openprogram_sim.scenario.RunOutcome`): :func:`check_trace` with each run's cap,
     plus: only documented exceptions leave exec, and the one that matches how the outer run
     ended; exec returns the final assistant text; the model was called once per assistant
     message; skips only when a steering message was queued (one per round with skips);
@@ -450,8 +450,8 @@ def check_outcome_invariants(outcome: Any, *, replay: Any | None = None) -> list
     replies = sum(
         1 for e in outcome.trace if e["type"] == "message_end" and e["role"] == "assistant"
     )
-    if replies != outcome.model.calls:
-        out.append(f"{outcome.model.calls} model calls but {replies} assistant messages")
+    if replies != outcome.model_calls:
+        out.append(f"{outcome.model_calls} model calls but {replies} assistant messages")
     _check_queues(outcome, out)
     if replay is not None:
         if replay.trace != outcome.trace:

@@ -1,118 +1,20 @@
-"""Traces: a run's events normalized to plain, JSON-serializable dicts.
+"""Matching expected events against a trace, and rendering a mismatch people can read.
 
-Every entry has ``type``, ``depth`` and ``round``. Messages add ``role`` (user |
-assistant | toolResult) and ``text``; assistant messages add ``tool_calls`` (names) and
-``stop_reason`` (and ``error`` when set); tool events add ``tool_call_id``, ``tool_name``,
-``args``, and on end ``result`` (text) and ``is_error``; ``agent_end`` adds ``reason``.
-``message_update`` events are left out by default (they are streaming noise for
-assertions); pass ``updates=True`` to keep them.
+An expected event is ``{event_type: {field: matcher}}``; it matches a trace entry of that
+type whose every named field matches (see :mod:`openprogram_sim.trace._matchers`).
+Sequences match ``ordered`` (gaps allowed), ``exact`` or ``unordered``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram.events import AgentEvent
-from openprogram.types import AnyMessage, AssistantMessage, ToolResultMessage
-from openprogram_sim.matchers import describe, matches
+from openprogram_sim.trace._matchers import describe, matches
 
-__all__ = [
-    "EventMismatch",
-    "TraceRecorder",
-    "event_matches",
-    "event_to_dict",
-    "match_events",
-    "render_entry",
-    "render_mismatch",
-    "to_trace",
-]
-
-
-def _message_fields(message: AnyMessage) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "text": message.text}
-    if isinstance(message, AssistantMessage):
-        out["tool_calls"] = [c.name for c in message.tool_calls]
-        out["stop_reason"] = message.stop_reason
-        if message.error_message is not None:
-            out["error"] = message.error_message
-    elif isinstance(message, ToolResultMessage):
-        out["tool_call_id"] = message.tool_call_id
-        out["tool_name"] = message.tool_name
-        out["is_error"] = message.is_error
-    return out
-
-
-def event_to_dict(event: AgentEvent) -> dict[str, Any]:
-    """One event as a trace entry."""
-    out: dict[str, Any] = {"type": event.type, "depth": event.depth, "round": event.round}
-    if event.type in ("message_start", "message_end", "message_update"):
-        out.update(_message_fields(event.message))
-    elif event.type == "tool_execution_start":
-        out.update(tool_call_id=event.tool_call_id, tool_name=event.tool_name, args=event.args)
-    elif event.type == "tool_execution_update":
-        out.update(
-            tool_call_id=event.tool_call_id,
-            tool_name=event.tool_name,
-            args=event.args,
-            partial_result=_plain(event.partial_result),
-        )
-    elif event.type == "tool_execution_end":
-        out.update(
-            tool_call_id=event.tool_call_id,
-            tool_name=event.tool_name,
-            args=event.args,
-            result=event.result.text,
-            is_error=event.is_error,
-        )
-    elif event.type == "turn_end":
-        out["tool_calls"] = [c.name for c in event.message.tool_calls]
-        out["stop_reason"] = event.message.stop_reason
-        out["tool_results"] = len(event.tool_results)
-    elif event.type == "agent_end":
-        out["reason"] = event.reason
-    return out
-
-
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return str(value)
-
-
-def to_trace(events: Iterable[AgentEvent], *, updates: bool = False) -> list[dict[str, Any]]:
-    """Normalize events to a trace (``message_update`` dropped unless ``updates``)."""
-    return [event_to_dict(e) for e in events if updates or e.type != "message_update"]
-
-
-class TraceRecorder:
-    """A listener that records the trace as events arrive::
-
-    rec = TraceRecorder()
-    runtime.subscribe(rec)
-    runtime.exec("...")
-    rec.trace  # list of dicts
-    """
-
-    def __init__(self, *, updates: bool = False) -> None:
-        self.updates = updates
-        self.trace: list[dict[str, Any]] = []
-
-    def __call__(self, event: AgentEvent) -> None:
-        if self.updates or event.type != "message_update":
-            self.trace.append(event_to_dict(event))
-
-    def types(self) -> list[str]:
-        return [e["type"] for e in self.trace]
-
-
-# --------------------------------------------------------------------------- matching
+__all__ = ["EventMismatch", "event_matches", "match_events", "render_entry", "render_mismatch"]
 
 
 @dataclass(slots=True)

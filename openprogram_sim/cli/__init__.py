@@ -1,0 +1,16 @@
+"""``openprogram-sim``: run scenario files, export their schema.
+
+    openprogram-sim run [PATHS...] [--json] [-k TEXT] [--report PATH]
+    openprogram-sim schema [-o FILE]
+    openprogram-sim fuzz [--examples N] [--seed S] [--workers K] [--regressions DIR]
+
+``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
+each failure and a summary; a progress bar is drawn on stderr for long runs in a terminal.
+The exit status is 0 only when every scenario passed (1: a scenario failed, 2: a file
+could not be loaded or the command was misused).
+"""
+
+from openprogram_sim.cli._main import build_parser, main
+from openprogram_sim.cli.run import ScenarioResult, run_paths
+
+__all__ = ["ScenarioResult", "build_parser", "main", "run_paths"]

@@ -1,0 +1,304 @@
+"""Hypothesis strategies for tool-call loops: tools, model turns, exec calls, whole scenarios.
+
+Every strategy draws plain data in the scenario file's shape, so the pieces compose into
+a scenario and a generated case *is* a scenario: :func:`scenarios` draws validated
+:class:`~openprogram_sim.scenario.Scenario` objects, :func:`scenario_dicts` the dicts they
+validate from (what a YAML file holds). Arguments are checked when a strategy is built,
+and a bad one raises :class:`hypothesis.errors.InvalidArgument` at once::
+
+    from hypothesis import given
+    from openprogram_sim import strategies as ops
+    from openprogram_sim.fuzz import check_invariants, run_generated
+
+    @given(ops.scenarios(max_turns=6))
+    def test_the_loop_keeps_its_invariants(scenario):
+        assert check_invariants(run_generated(scenario)) == []
+
+Smaller pieces for your own scenarios: :func:`toolboxes` (named tools that return, raise
+or run a nested exec), :func:`tool_calls` (to known and unknown tools, with arguments
+valid or invalid for the tool's schema), :func:`model_turns` and :func:`scripts` (text,
+tool calls, error and aborted stops, streams that end early or crash, latency on the
+virtual clock), :func:`exec_args` (``tool_choice``, ``max_iterations`` from the floor to
+past the hard cap, the tools menu), :func:`steering` and :func:`follow_ups`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
+
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from openprogram_sim.fuzz import _generate as _s
+from openprogram_sim.scenario import Scenario
+
+__all__ = [
+    "BEHAVIOURS",
+    "MENUS",
+    "TURN_KINDS",
+    "exec_args",
+    "follow_ups",
+    "model_turns",
+    "scenario_dicts",
+    "scenarios",
+    "scripts",
+    "steering",
+    "tool_arguments",
+    "tool_calls",
+    "toolboxes",
+]
+
+BEHAVIOURS = ("returns", "raises", "exec")
+"""What a generated tool's body does: return a value, raise, or call exec again."""
+
+TURN_KINDS = _s.TURN_KINDS
+"""Model turn kinds: ``text``, ``calls``, ``error``/``aborted`` stops, and the faults
+``truncate`` (no final event), ``raise`` (the provider crashes) and ``hang`` (waits for an
+abort: for Agent tests only, a scenario file cannot abort)."""
+
+MENUS = ("full", "list", "empty", "none")
+"""How an exec picks its tools: the full registry (no ``tools:``), a ``tools:`` list,
+``tools: []``, or ``toolset: none``."""
+
+_SCENARIO_KINDS = tuple(k for k in TURN_KINDS if k != "hang")
+
+T = TypeVar("T")
+
+
+def _strategy(name: str, build: Callable[..., T], *args: Any) -> st.SearchStrategy[T]:
+    """One strategy over a private builder ``build(draw, *args)``."""
+
+    def body(draw: st.DrawFn) -> T:
+        return build(_s.DrawSource(draw), *args)
+
+    body.__name__ = body.__qualname__ = name
+    return st.composite(body)()
+
+
+def _check_range(name: str, value: int, low: int, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{name}={value!r} must be an int")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise InvalidArgument(f"{name}={value!r} must be {bound}")
+
+
+def _check_order(low_name: str, low: int, high_name: str, high: int) -> None:
+    if low > high:
+        raise InvalidArgument(f"{low_name}={low} is greater than {high_name}={high}")
+
+
+def _check_subset(name: str, values: Collection[Any], allowed: Sequence[Any]) -> tuple[Any, ...]:
+    if isinstance(values, str) or not isinstance(values, Collection):
+        raise InvalidArgument(f"{name}={values!r} must be a collection drawn from {allowed}")
+    chosen = tuple(values)
+    bad = [v for v in chosen if v not in allowed]
+    if bad:
+        raise InvalidArgument(f"{name} has {bad!r}, which is not one of {', '.join(allowed)}")
+    if not chosen:
+        raise InvalidArgument(f"{name} is empty; give at least one of {', '.join(allowed)}")
+    return tuple(v for v in allowed if v in chosen)  # the documented order, for shrinking
+
+
+def _check_caps(values: Collection[Any]) -> tuple[Any, ...]:
+    if isinstance(values, str) or not isinstance(values, Collection) or not values:
+        raise InvalidArgument(f"max_iterations={values!r} must be a non-empty collection")
+    for v in values:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise InvalidArgument(f"max_iterations has {v!r}; each value is an int or None")
+    return tuple(values)
+
+
+def _check_tools(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    if not isinstance(tools, Mapping):
+        raise InvalidArgument(f"tools={tools!r} must map tool names to tool definitions")
+    out: dict[str, dict[str, Any]] = {}
+    for name, spec in tools.items():
+        if not isinstance(name, str) or not name or name == "name":
+            raise InvalidArgument(f"tool name {name!r} must be a non-empty str other than 'name'")
+        if not isinstance(spec, Mapping):
+            raise InvalidArgument(f"tools[{name!r}]={spec!r} must be a tool definition (a dict)")
+        out[name] = dict(spec)
+    return out
+
+
+def tool_arguments(schema: Mapping[str, Any], *, valid: bool = True) -> st.SearchStrategy[Any]:
+    """Arguments for a tool with JSON Schema ``schema``: valid ones (coercible values such as
+    ``"3"`` for an integer included), or with ``valid=False`` ones it rejects (a wrong type,
+    a missing required key, a value below its minimum, or text that is not a JSON object)."""
+    if not isinstance(schema, Mapping) or schema.get("type", "object") != "object":
+        raise InvalidArgument(f"schema={schema!r} must be a JSON Schema of type object")
+    if valid:
+        return _strategy("tool_arguments", _s.valid_arguments, schema)
+    return _strategy("tool_arguments", _s.invalid_arguments, schema)
+
+
+def toolboxes(
+    *,
+    min_tools: int = 0,
+    max_tools: int = 4,
+    behaviours: Collection[str] = BEHAVIOURS,
+    max_iterations: Collection[int | None] = _s.MAX_ITERATIONS,
+) -> st.SearchStrategy[dict[str, dict[str, Any]]]:
+    """Named tool definitions (the ``tools:`` of a scenario): each takes one of a few
+    argument schemas and returns a value (or one per call), raises, or runs a nested exec
+    whose menu is inherited, a list, ``[]`` or ``toolset: none``."""
+    _check_range("min_tools", min_tools, 0, len(_s.TOOL_NAMES))
+    _check_range("max_tools", max_tools, 0, len(_s.TOOL_NAMES))
+    _check_order("min_tools", min_tools, "max_tools", max_tools)
+    kinds = _check_subset("behaviours", behaviours, BEHAVIOURS)
+    caps = _check_caps(max_iterations)
+    return _strategy("toolboxes", _s.toolbox, min_tools, max_tools, kinds, caps)
+
+
+def tool_calls(
+    tools: Mapping[str, Mapping[str, Any]], *, unknown: bool = True, invalid: bool = True
+) -> st.SearchStrategy[dict[str, Any]]:
+    """One tool call as a scenario writes it (``{name: arguments}``, or the long form for
+    arguments that are not JSON): to a tool of ``tools`` with arguments valid for its schema,
+    or (when allowed) invalid ones, or to a tool that does not exist."""
+    checked = _check_tools(tools)
+    if not checked and not unknown:
+        raise InvalidArgument("tools is empty and unknown=False: there is no tool to call")
+    return _strategy("tool_calls", _s.tool_call, checked, unknown, invalid)
+
+
+def model_turns(
+    tools: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    kinds: Collection[str] = _SCENARIO_KINDS,
+    max_calls: int = 4,
+    unknown: bool = True,
+    invalid: bool = True,
+    latency: bool = True,
+) -> st.SearchStrategy[dict[str, Any]]:
+    """One model reply (a ``model:`` item): text; up to ``max_calls`` tool calls in one round
+    (see :func:`tool_calls`); an ``error`` or ``aborted`` stop, possibly carrying calls that
+    must never run; a stream that ends early (``truncate``), crashes (``raise``) or hangs
+    until aborted (``hang``, only when asked for in ``kinds``). Thinking and latency (on the
+    virtual clock) are sprinkled in."""
+    checked = _check_tools(tools or {})
+    chosen = _check_subset("kinds", kinds, TURN_KINDS)
+    _check_range("max_calls", max_calls, 1, 16)
+    if "calls" in chosen and not checked and not unknown:
+        raise InvalidArgument("kinds has 'calls' but tools is empty and unknown=False")
+    return _strategy(
+        "model_turns", _s.model_turn, checked, chosen, max_calls, unknown, invalid, latency
+    )
+
+
+def scripts(
+    tools: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    min_turns: int = 1,
+    max_turns: int = 8,
+    spin: bool = False,
+    **turn_options: Any,
+) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """A model script (the ``model:`` list) of :func:`model_turns`. With ``spin=True`` a few
+    scripts end in 50+ identical tool-call rounds, enough to hit the hard cap."""
+    _check_range("min_turns", min_turns, 0)
+    _check_range("max_turns", max_turns, 0, 200)
+    _check_order("min_turns", min_turns, "max_turns", max_turns)
+    checked = _check_tools(tools or {})
+    turn = model_turns(checked, **turn_options)
+
+    def build(draw: st.DrawFn) -> list[dict[str, Any]]:
+        source = _s.DrawSource(draw)
+        return _s.script(source, checked, min_turns, max_turns, lambda: draw(turn), spin)
+
+    build.__name__ = build.__qualname__ = "scripts"
+    return st.composite(build)()
+
+
+def exec_args(
+    tool_names: Collection[str] = (),
+    *,
+    menus: Collection[str] = MENUS,
+    max_iterations: Collection[int | None] = _s.MAX_ITERATIONS,
+) -> st.SearchStrategy[dict[str, Any]]:
+    """The ``exec:`` of a scenario: a prompt, a tools menu (see :data:`MENUS`) over
+    ``tool_names``, ``tool_choice`` (auto, required, none, or forced onto a tool, possibly
+    one that is not offered), ``parallel_tool_calls`` and ``max_iterations`` (by default
+    from 0 and -1, the floor, through 50 to past the hard cap)."""
+    names = sorted(tool_names)
+    if not all(isinstance(n, str) for n in names):
+        raise InvalidArgument(f"tool_names={tool_names!r} must be strings")
+    chosen = _check_subset("menus", menus, MENUS)
+    return _strategy("exec_args", _s.exec_args, names, chosen, _check_caps(max_iterations))
+
+
+def steering(
+    *, max_points: int = 2, max_tool: int = 8, max_round: int = 4
+) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Steering injection points (the ``steering:`` list): each queued once the N-th tool
+    call of the run has finished (``after_tool``) or round N of the outer exec has ended
+    (``after_round``); no two at the same point."""
+    _check_range("max_points", max_points, 0, 16)
+    _check_range("max_tool", max_tool, 1)
+    _check_range("max_round", max_round, 1)
+    return _strategy("steering", _s.steering_points, max_points, max_tool, max_round)
+
+
+def follow_ups(*, max_size: int = 2) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Follow-up messages (the ``follow_ups:`` list), queued before the run starts."""
+    _check_range("max_size", max_size, 0, 16)
+    return _strategy("follow_ups", _s.follow_ups, max_size)
+
+
+def scenario_dicts(
+    *,
+    min_tools: int = 0,
+    max_tools: int = 4,
+    behaviours: Collection[str] = BEHAVIOURS,
+    min_turns: int = 1,
+    max_turns: int = 8,
+    max_calls: int = 4,
+    kinds: Collection[str] = _SCENARIO_KINDS,
+    menus: Collection[str] = MENUS,
+    max_iterations: Collection[int | None] = _s.MAX_ITERATIONS,
+    max_steering: int = 2,
+    max_follow_ups: int = 2,
+    spin: bool = True,
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Whole scenarios as the dicts a scenario file holds (no ``expect:``: a generated case
+    is judged by the invariants of :mod:`openprogram_sim.fuzz`). See :func:`scenarios`."""
+    _check_range("min_tools", min_tools, 0, len(_s.TOOL_NAMES))
+    _check_range("max_tools", max_tools, 0, len(_s.TOOL_NAMES))
+    _check_order("min_tools", min_tools, "max_tools", max_tools)
+    _check_range("min_turns", min_turns, 0)
+    _check_range("max_turns", max_turns, 0, 200)
+    _check_order("min_turns", min_turns, "max_turns", max_turns)
+    _check_range("max_calls", max_calls, 1, 16)
+    _check_range("max_steering", max_steering, 0, 16)
+    _check_range("max_follow_ups", max_follow_ups, 0, 16)
+    chosen_kinds = _check_subset("kinds", kinds, TURN_KINDS)
+    if "hang" in chosen_kinds:
+        raise InvalidArgument(
+            "kinds has 'hang', but a scenario cannot abort, so its run would never end; "
+            "use model_turns(kinds=[..., 'hang']) in an Agent test that aborts"
+        )
+    return _strategy(
+        "scenario_dicts",
+        _s.scenario_dict,
+        min_tools,
+        max_tools,
+        _check_subset("behaviours", behaviours, BEHAVIOURS),
+        min_turns,
+        max_turns,
+        max_calls,
+        chosen_kinds,
+        _check_subset("menus", menus, MENUS),
+        _check_caps(max_iterations),
+        max_steering,
+        max_follow_ups,
+        spin,
+    )
+
+
+def scenarios(**options: Any) -> st.SearchStrategy[Scenario]:
+    """Whole scenarios, validated into :class:`~openprogram_sim.scenario.Scenario`: a
+    toolbox, an exec call over it, a model script, steering points and follow-ups. Takes
+    the options of :func:`scenario_dicts`."""
+    return scenario_dicts(**options).map(Scenario.model_validate)

@@ -1,0 +1,58 @@
+"""Providers with no network, for tests and scenarios.
+
+- :class:`ScriptedModel` plays a list of turns in call order (across nesting levels) and
+  records every request it was sent.
+- :class:`FunctionModel` computes each turn from the request.
+- :class:`AutoModel` calls every offered tool once with arguments built from its schema,
+  then answers (a smoke test for any toolset).
+- :class:`Turn` is one scripted reply; :class:`VirtualClock` is the time scripted latency
+  advances (nothing sleeps for real).
+
+::
+
+    from openprogram import Runtime
+    from openprogram_sim.models import ScriptedModel
+
+    model = ScriptedModel([{"tool_calls": [{"search": {"q": "a"}}]}, "found it"])
+    Runtime(provider=model).exec("Find a.", tools=[search])
+    model.requests[1].messages   # what the model saw on its second call
+"""
+
+from openprogram_sim.errors import ScriptedFault, ScriptExhaustedError
+from openprogram_sim.models._clock import VirtualClock
+from openprogram_sim.models._function import (
+    AutoModel,
+    FunctionModel,
+    TurnSource,
+    example_arguments,
+    example_value,
+)
+from openprogram_sim.models._scripted import ScriptedModel, ScriptedRequest
+from openprogram_sim.models._turns import Turn, TurnToolCall
+
+__all__ = [
+    "AutoModel",
+    "FunctionModel",
+    "ScriptExhaustedError",
+    "ScriptedFault",
+    "ScriptedModel",
+    "ScriptedRequest",
+    "Turn",
+    "TurnSource",
+    "TurnToolCall",
+    "VirtualClock",
+    "example_arguments",
+    "example_value",
+]
+
+for _cls in (
+    AutoModel,
+    FunctionModel,
+    ScriptedModel,
+    ScriptedRequest,
+    Turn,
+    TurnToolCall,
+    VirtualClock,
+):
+    _cls.__module__ = __name__
+del _cls

@@ -1,0 +1,187 @@
+"""A provider with no network: plays scripted assistant turns as real stream events.
+
+Example::
+
+    model = ScriptedModel([
+        {"tool_calls": [{"search": {"q": "a"}}]},
+        {"text": "found it"},
+    ])
+    runtime = Runtime(provider=model)
+
+Each turn is streamed the way a real provider streams: ``start``; text and thinking in
+chunks; each tool call's arguments as partial JSON text; then ``done`` (or ``error`` for an
+``error``/``aborted`` stop). Every request is recorded in :attr:`ScriptedModel.requests`.
+A call beyond the script raises :class:`~openprogram_sim.errors.ScriptExhaustedError`
+naming the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from openprogram import ToolSpec
+from openprogram.events import ProviderEvent
+from openprogram.providers import Context, MessageBuilder, StreamOptions, ToolChoice
+from openprogram.types import AnyMessage, Usage
+from openprogram_sim.errors import ScriptedFault, ScriptExhaustedError
+from openprogram_sim.models._clock import VirtualClock
+from openprogram_sim.models._turns import Turn
+
+__all__ = ["ScriptedModel", "ScriptedRequest"]
+
+
+@dataclass(slots=True)
+class ScriptedRequest:
+    """What the model was sent on one call."""
+
+    index: int
+    """Call number across the whole script, from 1."""
+    depth: int
+    round: int
+    messages: list[AnyMessage]
+    tools: list[str]
+    tool_specs: list[ToolSpec]
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool | None
+    system_prompt: str
+
+
+def _chunks(text: str, size: int) -> Iterable[str]:
+    if size <= 0 or len(text) <= size:
+        yield text
+        return
+    for i in range(0, len(text), size):
+        yield text[i : i + size]
+
+
+class ScriptedModel:
+    """A :class:`~openprogram.providers.Provider` that plays ``turns`` in call order,
+    across nesting levels."""
+
+    api = "scripted"
+
+    def __init__(
+        self,
+        turns: Iterable[Turn | Mapping[str, Any] | str] = (),
+        *,
+        chunk_size: int = 24,
+        model: str = "scripted",
+        clock: VirtualClock | None = None,
+    ) -> None:
+        self.turns: list[Turn] = [Turn.coerce(t) for t in turns]
+        self.chunk_size = chunk_size
+        self.model = model
+        self.requests: list[ScriptedRequest] = []
+        self.clock = clock if clock is not None else VirtualClock()
+        self._next_id = 0
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    @property
+    def unconsumed(self) -> list[Turn]:
+        """Turns never played."""
+        return self.turns[len(self.requests) :]
+
+    def assert_consumed(self) -> None:
+        if self.unconsumed:
+            raise AssertionError(
+                f"ScriptedModel: {len(self.unconsumed)} of {len(self.turns)} scripted turns "
+                f"were never requested (the model was called {self.calls} times)"
+            )
+
+    def _record(self, context: Context, options: StreamOptions) -> ScriptedRequest:
+        request = ScriptedRequest(
+            len(self.requests) + 1,
+            options.depth,
+            options.round,
+            list(context.messages),
+            [t.name for t in context.tools],
+            list(context.tools),
+            options.tool_choice,
+            options.parallel_tool_calls,
+            context.system_prompt,
+        )
+        self.requests.append(request)
+        return request
+
+    def _turn_for(self, request: ScriptedRequest) -> Turn:
+        if request.index > len(self.turns):
+            last = request.messages[-1] if request.messages else None
+            raise ScriptExhaustedError(
+                f"ScriptedModel: model call #{request.index} (depth {request.depth}, round "
+                f"{request.round}) has no scripted turn; the script has {len(self.turns)}. "
+                f"Last message sent: {_describe(last)}. Add a turn to the script, or lower "
+                "max_iterations."
+            )
+        return self.turns[request.index - 1]
+
+    def _call_id(self) -> str:
+        self._next_id += 1
+        return f"call_{self._next_id}"
+
+    def _next_turn(self, request: ScriptedRequest) -> Turn | Awaitable[Turn]:
+        """The turn for ``request`` (subclasses may return an awaitable)."""
+        return self._turn_for(request)
+
+    async def stream(
+        self, context: Context, options: StreamOptions
+    ) -> AsyncIterator[ProviderEvent]:
+        request = self._record(context, options)
+        next_turn = self._next_turn(request)
+        turn = next_turn if isinstance(next_turn, Turn) else await next_turn
+        b = MessageBuilder(api=self.api, model=self.model)
+        cancel = options.cancel
+        if turn.latency:
+            await self.clock.sleep(turn.latency)
+        yield b.start()
+        for event in self._body(b, turn):
+            if cancel is not None and cancel.is_set():
+                yield b.error("Request was aborted", aborted=True)
+                return
+            yield event
+        if turn.fault is not None:
+            if turn.fault == "raise":
+                raise ScriptedFault(turn.error or "scripted provider crashed")
+            if turn.fault == "hang" and cancel is not None:
+                await cancel.wait()
+                yield b.error("Request was aborted", aborted=True)
+            return
+        if turn.stop_reason in ("error", "aborted"):
+            yield b.error(
+                turn.error or f"scripted {turn.stop_reason}",
+                aborted=turn.stop_reason == "aborted",
+                usage=turn.usage,
+            )
+            return
+        reason = turn.stop_reason if turn.stop_reason in ("stop", "length", "toolUse") else None
+        yield b.done(reason, usage=turn.usage or Usage())
+
+    def _body(self, b: MessageBuilder, turn: Turn) -> Iterable[ProviderEvent]:
+        size = self.chunk_size
+        if turn.thinking:
+            yield b.thinking_start()
+            for piece in _chunks(turn.thinking, size):
+                yield b.thinking_delta(piece)
+            yield b.thinking_end()
+        if turn.text:
+            yield b.text_start()
+            for piece in _chunks(turn.text, size):
+                yield b.text_delta(piece)
+            yield b.text_end()
+        for call in turn.tool_calls:
+            yield b.toolcall_start(call.id or self._call_id(), call.name)
+            for piece in _chunks(call.json_text, size):
+                yield b.toolcall_delta(piece)
+            yield b.toolcall_end()
+
+
+def _describe(message: AnyMessage | None) -> str:
+    if message is None:
+        return "nothing"
+    text = getattr(message, "text", "")
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return f"{message.role} {text!r}"

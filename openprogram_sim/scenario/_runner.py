@@ -1,0 +1,345 @@
+"""Running a scenario: a Runtime with the scenario's tools and a model.
+
+Each run gets a fresh :class:`~openprogram.ToolRegistry` holding the scenario's tools, a
+model (by default a :class:`~openprogram_sim.models.ScriptedModel` playing its turns; any
+provider through the ``provider=`` seam), and listeners that queue steering at its
+``after_tool``/``after_round`` points. The outcome is the trace, exec's return value or
+error, and the requests the model saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import string
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram import Runtime, ToolRegistry
+from openprogram.events import AgentEvent, ProviderEvent
+from openprogram.providers import Context, Provider, StreamOptions
+from openprogram.types import Usage
+from openprogram_sim.errors import ToolFailure
+from openprogram_sim.models import ScriptedModel, ScriptedRequest, Turn, TurnToolCall
+from openprogram_sim.scenario._schema import ExecArgs, ModelTurn, Scenario, ToolDef
+from openprogram_sim.trace import TraceRecorder
+
+__all__ = [
+    "RecordingProvider",
+    "RunOutcome",
+    "arun_scenario",
+    "build_model",
+    "request_to_dict",
+    "run_scenario",
+]
+
+
+@dataclass(slots=True, kw_only=True)
+class RunOutcome:
+    """What one scenario run produced, whatever the provider."""
+
+    scenario: Scenario
+    trace: list[dict[str, Any]]
+    result: Any
+    """exec's return value (None when it raised)."""
+    error: BaseException | None
+    requests: list[dict[str, Any]]
+    """What the model was sent on each call (:func:`request_to_dict`), in call order."""
+    provider: Provider
+    """The model the run used: the scenario's :class:`ScriptedModel` unless another
+    provider was passed to :func:`run_scenario`."""
+    duration: float
+    """Wall-clock seconds."""
+    usage: list[Usage | None] = field(default_factory=list)
+    """Each model call's usage, when the reply reported one."""
+    scripted_turns: int | None = None
+    """How many turns the script holds (None when the provider is not scripted)."""
+    unconsumed: int = 0
+    """Scripted turns never requested."""
+    rounds: int = 0
+    """Model calls of the outer exec."""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls of the whole run, nested ones included."""
+        return len(self.requests)
+
+    @property
+    def error_text(self) -> str | None:
+        if self.error is None:
+            return None
+        return f"{type(self.error).__name__}: {self.error}"
+
+
+def request_to_dict(request: ScriptedRequest) -> dict[str, Any]:
+    """A recorded request as plain fields (what ``expect.requests`` compares)."""
+    messages = [_message_fields(m) for m in request.messages]
+    return {
+        "call": request.index,
+        "depth": request.depth,
+        "round": request.round,
+        "tools": request.tools,
+        "tool_choice": request.tool_choice,
+        "parallel_tool_calls": request.parallel_tool_calls,
+        "system_prompt": request.system_prompt,
+        "message_count": len(messages),
+        "last_message": messages[-1] if messages else None,
+        "messages": messages,
+    }
+
+
+def _message_fields(message: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {"role": message.role, "text": message.text}
+    if message.role == "assistant":
+        fields["tool_calls"] = [
+            {"name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    elif message.role == "toolResult":
+        fields["tool_name"] = message.tool_name
+        fields["is_error"] = message.is_error
+    return fields
+
+
+def _turn(turn: ModelTurn) -> Turn:
+    calls = []
+    for call in turn.tool_calls:
+        if "name" in call:
+            calls.append(TurnToolCall(call["name"], call.get("arguments", {}), call.get("id")))
+        else:
+            ((name, args),) = call.items()
+            calls.append(TurnToolCall(str(name), {} if args is None else args))
+    return Turn(
+        text=turn.text,
+        thinking=turn.thinking,
+        tool_calls=calls,
+        stop_reason=turn.stop_reason,
+        error=turn.error,
+        usage=Usage(**turn.usage) if turn.usage is not None else None,
+        fault=turn.fault,
+        latency=turn.latency,
+    )
+
+
+def build_model(scenario: Scenario) -> ScriptedModel:
+    """The scripted model for the scenario's ``model:`` turns."""
+    if not isinstance(scenario.model, list):  # the loader rejects cassettes for now
+        raise TypeError(f"{scenario.path}: model: must be a list of turns")
+    return ScriptedModel([_turn(t) for t in scenario.model])
+
+
+class _Formatter(string.Formatter):
+    """Fills ``{param}`` from the tool's arguments; unknown fields stay as written."""
+
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
+        if isinstance(key, str) and key not in kwargs:
+            return "{" + key + "}"
+        return super().get_value(key, args, kwargs)
+
+
+_FORMAT = _Formatter()
+
+
+def _returns(spec: ToolDef) -> Callable[[], Any]:
+    values = spec.returns
+    if not isinstance(values, list):
+        return lambda: values
+    calls = {"n": 0}
+
+    def next_value() -> Any:
+        i = min(calls["n"], len(values) - 1)
+        calls["n"] += 1
+        return values[i] if values else None
+
+    return next_value
+
+
+class _Build:
+    """Turns a scenario into runtime objects (tools resolved by name, exec kwargs)."""
+
+    def __init__(self, scenario: Scenario, runtime_box: dict[str, Runtime]) -> None:
+        self.scenario = scenario
+        self.box = runtime_box
+        self.entries: dict[str, dict[str, Any]] = {}
+        for name, spec in scenario.tools.items():
+            self.entries[name] = self._entry(name, spec)
+
+    def _entry(self, name: str, spec: ToolDef) -> dict[str, Any]:
+        return {
+            "spec": {"name": name, "description": spec.description, "parameters": spec.parameters},
+            "execute": self._body(name, spec),
+            "defer": spec.defer,
+            "toolsets": spec.toolsets,
+            "expose": spec.expose,
+            "unsafe_in": spec.unsafe_in,
+            "requires_env": spec.requires_env,
+        }
+
+    def _body(self, name: str, spec: ToolDef) -> Callable[..., Any]:
+        if spec.raises is not None:
+            message = spec.raises
+
+            def fail(**_: Any) -> Any:
+                raise ToolFailure(message)
+
+            return fail
+        nested = spec.exec
+        if nested is not None:
+
+            async def nested_exec(**args: Any) -> Any:
+                content = _FORMAT.format(nested.content, **args)
+                return await self.box["runtime"].aexec(content, **self.exec_kwargs(nested))
+
+            return nested_exec
+        next_value = _returns(spec)
+        return lambda **_: next_value()
+
+    def exec_kwargs(self, args: ExecArgs) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "toolset": args.toolset,
+            "tools_source": args.tools_source,
+            "tools_allow": args.tools_allow,
+            "tools_deny": args.tools_deny,
+            "tool_choice": (
+                args.tool_choice
+                if isinstance(args.tool_choice, str)
+                else args.tool_choice.model_dump()
+            ),
+            "parallel_tool_calls": args.parallel_tool_calls,
+            "max_iterations": args.max_iterations,
+        }
+        if args.tools is not None:
+            kwargs["tools"] = [self.entries[n] for n in args.tools]
+        if args.choices is not None:
+            kwargs["choices"] = [
+                self.entries[c] if isinstance(c, str) and c in self.entries else c
+                for c in args.choices
+            ]
+        return kwargs
+
+
+def _steering_listener(scenario: Scenario, runtime: Runtime) -> Callable[[AgentEvent], None]:
+    by_tool = {s.after_tool: s.text for s in scenario.steering if s.after_tool is not None}
+    by_round = {s.after_round: s.text for s in scenario.steering if s.after_round is not None}
+    counter = {"tools": 0}
+
+    def listener(event: AgentEvent) -> None:
+        if event.type == "tool_execution_end":
+            counter["tools"] += 1
+            text = by_tool.get(counter["tools"])
+            if text is not None:
+                runtime.steer(text)
+        elif event.type == "turn_end" and event.depth == 0:
+            text = by_round.get(event.round)
+            if text is not None:
+                runtime.steer(text)
+
+    return listener
+
+
+class RecordingProvider:
+    """Wraps any provider to record what it was sent and the usage it reported, so a
+    scenario's ``expect.requests`` applies to every provider (a real adapter over HTTP
+    included), not only to the scripted model, which records itself."""
+
+    def __init__(self, inner: Provider) -> None:
+        self.inner = inner
+        self.requests: list[ScriptedRequest] = []
+        self.usage: list[Usage | None] = []
+
+    @property
+    def api(self) -> str:
+        return str(getattr(self.inner, "api", type(self.inner).__name__))
+
+    async def stream(
+        self, context: Context, options: StreamOptions
+    ) -> AsyncIterator[ProviderEvent]:
+        self.requests.append(
+            ScriptedRequest(
+                len(self.requests) + 1,
+                options.depth,
+                options.round,
+                list(context.messages),
+                [t.name for t in context.tools],
+                list(context.tools),
+                options.tool_choice,
+                options.parallel_tool_calls,
+                context.system_prompt,
+            )
+        )
+        slot = len(self.usage)
+        self.usage.append(None)
+        async for event in self.inner.stream(context, options):
+            if event.type == "done":
+                self.usage[slot] = event.message.usage
+            elif event.type == "error":
+                self.usage[slot] = event.error.usage
+            yield event
+
+
+def _build_runtime(scenario: Scenario, provider: Provider) -> tuple[Runtime, _Build, TraceRecorder]:
+    """A Runtime over a fresh registry holding the scenario's tools, with the trace recorder,
+    the steering listener and the follow-ups in place."""
+    box: dict[str, Runtime] = {}
+    build = _Build(scenario, box)
+    registry = ToolRegistry(build.entries.values())
+    for set_name, members in scenario.toolsets.items():
+        registry.define_toolset(set_name, members)
+    runtime = Runtime(provider=provider, registry=registry, system_prompt=scenario.system_prompt)
+    box["runtime"] = runtime
+    recorder = TraceRecorder()
+    runtime.subscribe(recorder)
+    if scenario.steering:
+        runtime.subscribe(_steering_listener(scenario, runtime))
+    for follow in scenario.follow_ups:
+        runtime.follow_up(follow.text)
+    return runtime, build, recorder
+
+
+async def arun_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:
+    """Run ``scenario`` once in the running event loop.
+
+    ``provider`` is the model: ``None`` plays the scenario's ``model:`` turns on a
+    :class:`ScriptedModel`; any other provider (a real adapter pointed at the wire
+    simulator, a cassette, your own) runs the same tools, exec, steering and follow-ups,
+    and its requests are recorded for ``expect.requests``.
+    """
+    if provider is None:
+        provider = build_model(scenario)
+    observed = provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
+    runtime, build, recorder = _build_runtime(scenario, observed)
+    start = time.perf_counter()
+    result: Any = None
+    error: BaseException | None = None
+    try:
+        result = await runtime.aexec(scenario.exec.content, **build.exec_kwargs(scenario.exec))
+    except Exception as exc:  # recorded: the scenario decides whether it was expected
+        error = exc
+    duration = time.perf_counter() - start
+    requests = observed.requests
+    if isinstance(observed, ScriptedModel):
+        played = observed.turns[: len(requests)]
+        usage = [t.usage for t in played]
+        scripted_turns: int | None = len(observed.turns)
+        unconsumed = len(observed.unconsumed)
+    else:
+        usage, scripted_turns, unconsumed = list(observed.usage), None, 0
+    return RunOutcome(
+        scenario=scenario,
+        trace=recorder.trace,
+        result=result,
+        error=error,
+        requests=[request_to_dict(r) for r in requests],
+        provider=provider,
+        duration=duration,
+        usage=usage,
+        scripted_turns=scripted_turns,
+        unconsumed=unconsumed,
+        rounds=sum(1 for r in requests if r.depth == 0),
+    )
+
+
+def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:
+    """Run ``scenario`` once, synchronously (see :func:`arun_scenario`)."""
+    return asyncio.run(arun_scenario(scenario, provider))

@@ -1,0 +1,52 @@
+"""Traces: a run's events as plain, JSON-serializable dicts, and assertions on them.
+
+Every entry has ``type``, ``depth`` (0 for the outer exec) and ``round`` (the model call
+within its exec); messages add ``role`` and ``text``, tool events ``tool_name``, ``args``,
+``result`` and ``is_error``, ``agent_end`` its ``reason``. Usable without pytest::
+
+    from openprogram_sim.trace import TraceRecorder, assert_events
+
+    rec = TraceRecorder()
+    runtime.subscribe(rec)
+    runtime.exec("Find a.", tools=[search])
+    assert_events(rec.trace, [
+        {"tool_execution_end": {"tool_name": "search", "is_error": False}},
+        {"agent_end": {"reason": "stop"}},
+    ])
+
+Expected fields match by equality or with an operator (:data:`OPERATORS`: ``$regex``,
+``$contains``, ``$subset``, ``$in``, ``$any``).
+"""
+
+from openprogram_sim.trace._assert import assert_events, assert_no_events
+from openprogram_sim.trace._match import (
+    EventMismatch,
+    event_matches,
+    match_events,
+    render_entry,
+    render_mismatch,
+)
+from openprogram_sim.trace._matchers import OPERATORS, check_matcher, describe, matches
+from openprogram_sim.trace._normalize import EVENT_FIELDS, TraceRecorder, event_to_dict, to_trace
+
+__all__ = [
+    "EVENT_FIELDS",
+    "OPERATORS",
+    "EventMismatch",
+    "TraceRecorder",
+    "assert_events",
+    "assert_no_events",
+    "check_matcher",
+    "describe",
+    "event_matches",
+    "event_to_dict",
+    "match_events",
+    "matches",
+    "render_entry",
+    "render_mismatch",
+    "to_trace",
+]
+
+for _cls in (EventMismatch, TraceRecorder):
+    _cls.__module__ = __name__
+del _cls

@@ -1,0 +1,118 @@
+"""Traces: a run's events normalized to plain, JSON-serializable dicts.
+
+Every entry has ``type``, ``depth`` and ``round``. Messages add ``role`` (user |
+assistant | toolResult) and ``text``; assistant messages add ``tool_calls`` (names) and
+``stop_reason`` (and ``error`` when set); tool events add ``tool_call_id``, ``tool_name``,
+``args``, and on end ``result`` (text) and ``is_error``; ``agent_end`` adds ``reason``.
+``message_update`` events are left out by default (they are streaming noise for
+assertions); pass ``updates=True`` to keep them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from openprogram.events import AgentEvent
+from openprogram.types import AnyMessage, AssistantMessage, ToolResultMessage
+
+__all__ = ["EVENT_FIELDS", "TraceRecorder", "event_to_dict", "to_trace"]
+
+_BASE = ("type", "depth", "round")
+_MESSAGE = (*_BASE, "role", "text", "tool_calls", "stop_reason", "error", "tool_call_id",
+            "tool_name", "is_error")  # fmt: skip
+_TOOL = (*_BASE, "tool_call_id", "tool_name", "args")
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "agent_start": _BASE,
+    "agent_end": (*_BASE, "reason"),
+    "turn_start": _BASE,
+    "turn_end": (*_BASE, "tool_calls", "stop_reason", "tool_results"),
+    "message_start": _MESSAGE,
+    "message_update": _MESSAGE,
+    "message_end": _MESSAGE,
+    "tool_execution_start": _TOOL,
+    "tool_execution_update": (*_TOOL, "partial_result"),
+    "tool_execution_end": (*_TOOL, "result", "is_error"),
+}
+"""Which trace fields each event type has (what an expectation may name)."""
+
+
+def _message_fields(message: AnyMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "text": message.text}
+    if isinstance(message, AssistantMessage):
+        out["tool_calls"] = [c.name for c in message.tool_calls]
+        out["stop_reason"] = message.stop_reason
+        if message.error_message is not None:
+            out["error"] = message.error_message
+    elif isinstance(message, ToolResultMessage):
+        out["tool_call_id"] = message.tool_call_id
+        out["tool_name"] = message.tool_name
+        out["is_error"] = message.is_error
+    return out
+
+
+def event_to_dict(event: AgentEvent) -> dict[str, Any]:
+    """One event as a trace entry."""
+    out: dict[str, Any] = {"type": event.type, "depth": event.depth, "round": event.round}
+    if event.type in ("message_start", "message_end", "message_update"):
+        out.update(_message_fields(event.message))
+    elif event.type == "tool_execution_start":
+        out.update(tool_call_id=event.tool_call_id, tool_name=event.tool_name, args=event.args)
+    elif event.type == "tool_execution_update":
+        out.update(
+            tool_call_id=event.tool_call_id,
+            tool_name=event.tool_name,
+            args=event.args,
+            partial_result=_plain(event.partial_result),
+        )
+    elif event.type == "tool_execution_end":
+        out.update(
+            tool_call_id=event.tool_call_id,
+            tool_name=event.tool_name,
+            args=event.args,
+            result=event.result.text,
+            is_error=event.is_error,
+        )
+    elif event.type == "turn_end":
+        out["tool_calls"] = [c.name for c in event.message.tool_calls]
+        out["stop_reason"] = event.message.stop_reason
+        out["tool_results"] = len(event.tool_results)
+    elif event.type == "agent_end":
+        out["reason"] = event.reason
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
+def to_trace(events: Iterable[AgentEvent], *, updates: bool = False) -> list[dict[str, Any]]:
+    """Normalize events to a trace (``message_update`` dropped unless ``updates``)."""
+    return [event_to_dict(e) for e in events if updates or e.type != "message_update"]
+
+
+class TraceRecorder:
+    """A listener that records the trace as events arrive::
+
+    rec = TraceRecorder()
+    runtime.subscribe(rec)
+    runtime.exec("...")
+    rec.trace  # list of dicts
+    """
+
+    def __init__(self, *, updates: bool = False) -> None:
+        self.updates = updates
+        self.trace: list[dict[str, Any]] = []
+
+    def __call__(self, event: AgentEvent) -> None:
+        if self.updates or event.type != "message_update":
+            self.trace.append(event_to_dict(event))
+
+    def types(self) -> list[str]:
+        return [e["type"] for e in self.trace]

@@ -1,0 +1,166 @@
+"""OpenAI Responses: ``POST /v1/responses`` as the API answers it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openprogram.types import Usage
+from openprogram_sim.wire._errors import _kind
+from openprogram_sim.wire._plan import (
+    CREATED,
+    SSE_UTF8,
+    Plan,
+    WireResponse,
+    _cut,
+    _json_response,
+    _sse,
+)
+
+__all__ = ["encode_openai_responses"]
+
+
+def _responses_usage(u: Usage) -> dict[str, Any]:
+    prompt = u.input + u.cache_read
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": u.cache_read},
+        "output_tokens": u.output,
+        "output_tokens_details": {"reasoning_tokens": u.reasoning},
+        "total_tokens": prompt + u.output,
+    }
+
+
+def _responses_items(plan: Plan) -> list[dict[str, Any]]:
+    """The finished output items, in order: reasoning, message, function calls."""
+    items: list[dict[str, Any]] = []
+    if plan.thinking:
+        summary = [{"type": "summary_text", "text": plan.thinking_text}]
+        items.append({"id": f"rs_wire{plan.seq}", "type": "reasoning", "summary": summary})
+    if plan.text:
+        part = {"type": "output_text", "text": plan.full_text, "annotations": [], "logprobs": []}
+        items.append(
+            {
+                "id": f"msg_wire{plan.seq}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            }
+        )
+    for index, call in enumerate(plan.calls):
+        items.append(
+            {
+                "id": f"fc_wire{plan.seq}_{index}",
+                "type": "function_call",
+                "status": "completed",
+                "arguments": call.text,
+                "call_id": call.id,
+                "name": call.name,
+            }
+        )
+    return items
+
+
+def _responses_object(plan: Plan, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+    final = status != "in_progress"
+    body: dict[str, Any] = {
+        "id": f"resp_wire{plan.seq}",
+        "object": "response",
+        "created_at": CREATED,
+        "status": status,
+        "error": None,
+        "incomplete_details": None,
+        "model": plan.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "usage": _responses_usage(plan.usage) if final and plan.error is None else None,
+    }
+    if status == "incomplete":
+        body["incomplete_details"] = {"reason": "max_output_tokens"}
+    if status == "failed":
+        kind, code = _kind("openai-responses", plan.error_status)
+        body["error"] = {"code": code or kind, "message": plan.error}
+    return body
+
+
+def _responses_final_status(plan: Plan) -> str:
+    if plan.error is not None:
+        return "failed"
+    return "incomplete" if plan.stop == "length" else "completed"
+
+
+def encode_openai_responses(plan: Plan, *, stream: bool) -> WireResponse:
+    """``POST /v1/responses``: ``event:``-typed SSE from ``response.created`` through
+    ``response.completed`` (``response.incomplete`` for a length stop, ``response.failed``
+    for an in-stream error). Thinking is a ``reasoning`` item's summary."""
+    items = _responses_items(plan)
+    status = _responses_final_status(plan)
+    if not stream:
+        response = _json_response(200, _responses_object(plan, status, items))
+        return _cut(response) if plan.truncate else response
+    events = _ResponsesEvents()
+    events.add("response.created", response=_responses_object(plan, "in_progress", []))
+    events.add("response.in_progress", response=_responses_object(plan, "in_progress", []))
+    for output_index, item in enumerate(items):
+        if item["type"] == "reasoning":
+            events.reasoning(output_index, item, plan.thinking)
+        elif item["type"] == "message":
+            events.message(output_index, item, plan.text)
+        else:
+            call = plan.calls[output_index - len(items) + len(plan.calls)]
+            events.function_call(output_index, item, call.pieces)
+    if not plan.truncate:
+        events.add(f"response.{status}", response=_responses_object(plan, status, items))
+    return WireResponse(200, {"content-type": SSE_UTF8}, events.chunks)
+
+
+class _ResponsesEvents:
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def add(self, kind: str, **fields: Any) -> None:
+        data = {"type": kind, "sequence_number": len(self.chunks), **fields}
+        self.chunks.append(_sse(data, kind))
+
+    def reasoning(self, at: int, item: dict[str, Any], pieces: list[str]) -> None:
+        item_id = item["id"]
+        self.add("response.output_item.added", output_index=at, item={**item, "summary": []})
+        where = {"item_id": item_id, "output_index": at, "summary_index": 0}
+        self.add("response.reasoning_summary_part.added", **where, part=_summary(""))
+        for piece in pieces:
+            self.add("response.reasoning_summary_text.delta", **where, delta=piece)
+        text = "".join(pieces)
+        self.add("response.reasoning_summary_text.done", **where, text=text)
+        self.add("response.reasoning_summary_part.done", **where, part=_summary(text))
+        self.add("response.output_item.done", output_index=at, item=item)
+
+    def message(self, at: int, item: dict[str, Any], pieces: list[str]) -> None:
+        opened = {**item, "status": "in_progress", "content": []}
+        self.add("response.output_item.added", output_index=at, item=opened)
+        where = {"item_id": item["id"], "output_index": at, "content_index": 0}
+        empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        self.add("response.content_part.added", **where, part=empty)
+        for piece in pieces:
+            self.add("response.output_text.delta", **where, delta=piece, logprobs=[])
+        text = "".join(pieces)
+        self.add("response.output_text.done", **where, text=text, logprobs=[])
+        self.add("response.content_part.done", **where, part=item["content"][0])
+        self.add("response.output_item.done", output_index=at, item=item)
+
+    def function_call(self, at: int, item: dict[str, Any], pieces: list[str]) -> None:
+        opened = {**item, "status": "in_progress", "arguments": ""}
+        self.add("response.output_item.added", output_index=at, item=opened)
+        where = {"item_id": item["id"], "output_index": at}
+        for piece in pieces:
+            self.add("response.function_call_arguments.delta", **where, delta=piece)
+        self.add(
+            "response.function_call_arguments.done",
+            **where,
+            arguments=item["arguments"],
+            name=item["name"],
+        )
+        self.add("response.output_item.done", output_index=at, item=item)
+
+
+def _summary(text: str) -> dict[str, str]:
+    return {"type": "summary_text", "text": text}

@@ -1,0 +1,161 @@
+"""The harness's public names are pinned: what each face exports, where its classes say they
+live, and the deprecated import paths that keep working for one release."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import subprocess
+import sys
+import types
+import warnings
+
+import pytest
+
+import openprogram_sim
+
+FACES = [
+    "openprogram_sim",
+    "openprogram_sim.cassettes",
+    "openprogram_sim.cli",
+    "openprogram_sim.fuzz",
+    "openprogram_sim.models",
+    "openprogram_sim.report",
+    "openprogram_sim.scenario",
+    "openprogram_sim.trace",
+    "openprogram_sim.wire",
+]
+"""Packages whose ``__init__`` only re-exports: every public attribute is in ``__all__``."""
+
+MODULES = ["openprogram_sim.errors", "openprogram_sim.fuzz.strategies"]
+"""Public modules that define things: every public class or function defined there is in
+``__all__``."""
+
+
+def _public(module: types.ModuleType) -> set[str]:
+    return {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+
+
+@pytest.mark.parametrize("name", FACES + MODULES + ["openprogram_sim.pytest_plugin"])
+def test_every_name_in_all_is_importable(name: str) -> None:
+    module = importlib.import_module(name)
+    assert module.__all__ or name == "openprogram_sim.cassettes", name  # not built yet
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert missing == []
+    assert len(set(module.__all__)) == len(module.__all__)
+
+
+@pytest.mark.parametrize("name", FACES)
+def test_a_face_exports_exactly_its_all(name: str) -> None:
+    module = importlib.import_module(name)
+    for attr in module.__all__:  # the top-level face loads its names lazily
+        getattr(module, attr)
+    assert _public(module) == set(module.__all__)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_module_exports_everything_it_defines(name: str) -> None:
+    module = importlib.import_module(name)
+    defined = {
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_")
+        and (inspect.isclass(v) or inspect.isfunction(v))
+        and v.__module__ == name
+    }
+    assert defined <= set(module.__all__)
+
+
+def _exported_classes() -> list[tuple[str, str, type]]:
+    out = []
+    for name in FACES + MODULES:
+        module = importlib.import_module(name)
+        for attr in module.__all__:
+            value = getattr(module, attr)
+            if inspect.isclass(value) and value.__module__.startswith("openprogram_sim"):
+                out.append((name, attr, value))
+    return out
+
+
+@pytest.mark.parametrize(("face", "attr", "cls"), _exported_classes(), ids=lambda v: str(v))
+def test_public_classes_name_a_public_module(face: str, attr: str, cls: type) -> None:
+    module = cls.__module__
+    assert "._" not in module and not module.startswith("_"), f"{face}.{attr}: {module}"
+    assert getattr(importlib.import_module(module), cls.__name__) is cls
+    assert f"<class '{module}.{cls.__qualname__}'>" == repr(cls)
+
+
+def test_the_top_level_face_offers_what_a_test_needs() -> None:
+    from openprogram_sim.models import ScriptedModel
+    from openprogram_sim.scenario import run_scenario
+    from openprogram_sim.trace import assert_events
+
+    assert openprogram_sim.ScriptedModel is ScriptedModel
+    assert openprogram_sim.run_scenario is run_scenario
+    assert openprogram_sim.assert_events is assert_events
+    assert {"Scenario", "load_scenario", "check_outcome", "TraceRecorder", "SimError"} <= set(
+        openprogram_sim.__all__
+    )
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = openprogram_sim.nope  # type: ignore[attr-defined]
+
+
+def test_every_harness_error_is_a_sim_error() -> None:
+    from openprogram_sim import errors
+
+    for name in errors.__all__:
+        value = getattr(errors, name)
+        if inspect.isclass(value) and issubclass(value, BaseException):
+            assert issubclass(value, errors.SimError), name
+    # the stdlib bases callers already catch stay in place
+    assert issubclass(errors.ScriptExhaustedError, AssertionError)
+    assert issubclass(errors.WireEncodeError, ValueError)
+
+
+def test_importing_the_face_loads_no_subpackage() -> None:
+    code = (
+        "import sys, openprogram_sim\n"
+        "loaded = [m for m in ('pydantic', 'yaml', 'openprogram', 'openprogram_sim.scenario') "
+        "if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "openprogram_sim.ScriptedModel\n"
+        "assert 'openprogram_sim.models' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+OLD_PATHS = [
+    ("openprogram_sim.scripted", "ScriptedModel", "openprogram_sim.models"),
+    ("openprogram_sim.scripted", "ScriptExhaustedError", "openprogram_sim.errors"),
+    ("openprogram_sim.strategies", "scenarios", "openprogram_sim.fuzz.strategies"),
+    ("openprogram_sim.runner", "run_scenario", "openprogram_sim.scenario"),
+    ("openprogram_sim.runner", "ToolFailure", "openprogram_sim.errors"),
+    ("openprogram_sim.check", "check_outcome", "openprogram_sim.scenario"),
+    ("openprogram_sim.matchers", "matches", "openprogram_sim.trace"),
+    ("openprogram_sim.clock", "VirtualClock", "openprogram_sim.models"),
+]
+
+
+@pytest.mark.parametrize(("old", "attr", "new"), OLD_PATHS)
+def test_old_import_paths_work_with_a_deprecation_warning(old: str, attr: str, new: str) -> None:
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to"):
+        module = importlib.import_module(old)
+    assert getattr(module, attr) is getattr(importlib.import_module(new), attr)
+    sys.modules.pop(old, None)
+
+
+def test_assert_events_from_the_plugin_module_warns_and_works() -> None:
+    import openprogram_sim.pytest_plugin as plugin
+    from openprogram_sim.trace import assert_events
+
+    with pytest.warns(DeprecationWarning, match="moved to openprogram_sim.trace.assert_events"):
+        moved = plugin.assert_events
+    assert moved is assert_events
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plugin.ModelFactory.__name__ == "ModelFactory"  # not deprecated
