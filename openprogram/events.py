@@ -293,13 +293,15 @@ class ToolExecutionUpdate:
 
 @dataclass(slots=True, kw_only=True)
 class ToolExecutionEnd:
-    """A tool call finished; ``result`` is what the model gets, ``is_error`` flags a failure."""
+    """A tool call ended; ``result`` is what the model gets, ``is_error``/``skipped`` how."""
 
     tool_call_id: str
     tool_name: str
     result: ToolResultMessage
     is_error: bool
     args: Any = None
+    skipped: bool = False
+    """True when the call never ran (steering arrived mid-batch); ``result`` says so."""
     depth: int = 0
     round: int = 0
     type: Literal["tool_execution_end"] = "tool_execution_end"

@@ -197,6 +197,10 @@ class ToolResultMessage:
     """Structured data for the application; never sent to the model."""
     role: Literal["toolResult"] = "toolResult"
     timestamp: int = 0
+    skipped: bool = False
+    """True when the loop did not run the call: a steering message arrived mid-batch (the
+    result is then an error saying so). Kept in the history and its JSON; never sent to the
+    model."""
 
     @property
     def text(self) -> str:

@@ -68,6 +68,7 @@ MAX_INNER_ITERATIONS = 50
 """Hard cap on model calls per run, against idle spinning."""
 
 SKIPPED_TEXT = "Skipped due to queued user message."
+"""The text of a skipped call's result, for the model; code checks ``result.skipped``."""
 
 Listener = Callable[[AgentEvent], None]
 MessageSource = Callable[[], "list[UserMessage] | Awaitable[list[UserMessage]]"]
@@ -553,15 +554,17 @@ def _tool_end(run: _Run, call: ToolCall, result: ToolResultMessage) -> ToolExecu
         result=result,
         is_error=result.is_error,
         args=call.arguments,
+        skipped=result.skipped,
         depth=run.depth,
         round=run.round,
     )
 
 
 def _skip_tool_call(run: _Run, call: ToolCall) -> ToolResultMessage:
-    """A call not executed because the user steered: an error result the model sees."""
+    """A call not executed because the user steered: an error result the model sees, marked
+    ``skipped`` in the data."""
     result = ToolResultMessage(
-        call.id, call.name, [TextContent(SKIPPED_TEXT)], True, {}, timestamp=now_ms()
+        call.id, call.name, [TextContent(SKIPPED_TEXT)], True, {}, timestamp=now_ms(), skipped=True
     )
     if run.listeners:
         run.emit(_tool_start(run, call))

@@ -9,6 +9,8 @@ from _support import compact, make_runtime, tool
 
 from openprogram import Agent
 from openprogram.agent import SKIPPED_TEXT
+from openprogram.events import ToolExecutionEnd
+from openprogram.types import ToolResultMessage
 from openprogram_sim.models import ScriptedModel
 
 SEARCH_LOG: list[str] = []
@@ -35,6 +37,18 @@ def steer_after_tool(runtime: Any, n: int, text: str) -> None:
     runtime.subscribe(listener)
 
 
+def record_tool_ends(runtime: Any) -> list[ToolExecutionEnd]:
+    """The ``tool_execution_end`` events of the outer exec, as they are emitted."""
+    ends: list[ToolExecutionEnd] = []
+
+    def listener(event: Any) -> None:
+        if isinstance(event, ToolExecutionEnd) and event.depth == 0:
+            ends.append(event)
+
+    runtime.subscribe(listener)
+    return ends
+
+
 def test_steering_skips_every_remaining_call() -> None:
     """Seed: "If get_steering_messages returns user-queued messages mid-way, the remaining
     unexecuted ToolCalls are marked by _skip_tool_call as 'Skipped due to queued user
@@ -47,6 +61,7 @@ def test_steering_skips_every_remaining_call() -> None:
         ]
     )
     steer_after_tool(runtime, 1, "Stop, do X instead.")
+    ends = record_tool_ends(runtime)
     assert runtime.exec("Find three things.", tools=[SEARCH]) == "Switching to the new request."
     assert SEARCH_LOG == ["a"]
     assert compact(rec.trace, rounds=True) == [
@@ -77,9 +92,11 @@ def test_steering_skips_every_remaining_call() -> None:
         "turn_end@2",
         "agent_end:stop@2",
     ]
-    skipped = [e for e in rec.trace if e["type"] == "tool_execution_end" and e["is_error"]]
-    assert [e["result"] for e in skipped] == [SKIPPED_TEXT, SKIPPED_TEXT]
-    assert SKIPPED_TEXT == "Skipped due to queued user message."
+    assert [(e.skipped, e.is_error, e.result.skipped) for e in ends] == [
+        (False, False, False),
+        (True, True, True),
+        (True, True, True),
+    ]
     sent = model.requests[1].messages
     assert [m.role for m in sent] == [
         "user",
@@ -90,14 +107,32 @@ def test_steering_skips_every_remaining_call() -> None:
         "user",
     ]
     assert sent[-1].text == "Stop, do X instead."
+    assert [m.skipped for m in sent if isinstance(m, ToolResultMessage)] == [False, True, True]
+
+
+def test_a_skipped_call_tells_the_model_why() -> None:
+    """The one test that pins the skip text: it is what the model reads. Code recognises a
+    skip by the ``skipped`` flag, never by this text."""
+    runtime, model, _ = make_runtime(
+        [{"tool_calls": [{"search": {"q": "a"}}, {"search": {"q": "b"}}]}, "ok"]
+    )
+    steer_after_tool(runtime, 1, "stop")
+    runtime.exec("go", tools=[SEARCH])
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolResultMessage)]
+    assert [(m.text, m.is_error, m.skipped) for m in results] == [
+        ("results for a", False, False),
+        ("Skipped due to queued user message.", True, True),
+    ]
+    assert SKIPPED_TEXT == "Skipped due to queued user message."
 
 
 def test_steering_after_the_last_call_skips_nothing_and_enters_next_round() -> None:
     SEARCH_LOG.clear()
-    runtime, model, rec = make_runtime([{"tool_calls": [{"search": {"q": "a"}}]}, "ok"])
+    runtime, model, _ = make_runtime([{"tool_calls": [{"search": {"q": "a"}}]}, "ok"])
     steer_after_tool(runtime, 1, "also b")
+    ends = record_tool_ends(runtime)
     runtime.exec("go", tools=[SEARCH])
-    assert not any(e.get("is_error") for e in rec.trace if e["type"] == "tool_execution_end")
+    assert [(e.skipped, e.is_error) for e in ends] == [(False, False)]
     assert model.requests[1].messages[-1].text == "also b"
 
 

@@ -58,6 +58,9 @@ MESSAGES = [
         timestamp=2,
     ),
     ToolResultMessage("call_1", "add", [TextContent("2")], is_error=False, timestamp=3),
+    ToolResultMessage(
+        "call_2", "add", [TextContent("skipped")], is_error=True, timestamp=3, skipped=True
+    ),
     AssistantMessage([], stop_reason="error", error_message="boom", timestamp=4),
 ]
 
@@ -74,8 +77,23 @@ def test_message_lists_round_trip_and_tags_are_explicit() -> None:
     text = messages_to_json(MESSAGES)
     assert messages_from_json(text) == MESSAGES
     data = json.loads(text)
-    assert [m["role"] for m in data] == ["user", "assistant", "toolResult", "assistant"]
+    assert [m["role"] for m in data] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+    ]
     assert [b["type"] for b in data[1]["content"]] == ["thinking", "text", "toolCall"]
+    assert [m["skipped"] for m in data[2:4]] == [False, True]
+
+
+def test_a_tool_result_saved_before_the_skipped_flag_loads_as_not_skipped() -> None:
+    data = message_to_dict(MESSAGES[2])
+    del data["skipped"]
+    loaded = message_from_dict(data)
+    assert isinstance(loaded, ToolResultMessage)
+    assert loaded.skipped is False
 
 
 def test_loading_bad_json_names_the_field() -> None:

@@ -299,3 +299,31 @@ def test_tool_calls_left_unanswered_by_an_abort_are_not_sent() -> None:
     assert [m.role for m in sent] == ["user", "assistant", "toolResult", "user"]
     assert [getattr(b, "id", None) for b in sent[1].content] == [None, "c1"]
     assert len(history[1].content) == 3  # the history itself is untouched
+
+
+@pytest.mark.parametrize(
+    "api", ["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock"]
+)
+def test_a_skipped_result_is_sent_like_any_other_error_result(api: str) -> None:
+    """``ToolResultMessage.skipped`` is for the application: the model sees the error text,
+    and the request is the one the same result without the flag would make."""
+    from openprogram.providers import Context
+    from openprogram.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage
+    from openprogram.types import UserMessage as User
+
+    def body(skipped: bool) -> dict[str, Any]:
+        history = [
+            User.of("go"),
+            AssistantMessage([ToolCall("c1", "first", {})], stop_reason="toolUse"),
+            ToolResultMessage(
+                "c1", "first", [TextContent("Skipped")], is_error=True, skipped=skipped
+            ),
+        ]
+        provider = get_provider(f"{api}:m-1", base_url="http://sim.invalid")
+        built: dict[str, Any] = provider.request_body(  # type: ignore[attr-defined]
+            Context("", history, []), StreamOptions()
+        )
+        return built
+
+    assert body(skipped=True) == body(skipped=False)
+    assert "skipped" not in json.dumps(body(skipped=True))
