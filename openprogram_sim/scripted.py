@@ -10,28 +10,5 @@ warnings.warn(
     stacklevel=2,
 )
 
-from openprogram_sim.models import (  # noqa: E402
-    AutoModel,
-    FunctionModel,
-    ScriptedFault,
-    ScriptedModel,
-    ScriptedRequest,
-    ScriptExhaustedError,
-    Turn,
-    TurnToolCall,
-    example_arguments,
-    example_value,
-)
-
-__all__ = [
-    "AutoModel",
-    "FunctionModel",
-    "ScriptExhaustedError",
-    "ScriptedFault",
-    "ScriptedModel",
-    "ScriptedRequest",
-    "Turn",
-    "TurnToolCall",
-    "example_arguments",
-    "example_value",
-]
+from openprogram_sim.models import *  # noqa: E402, F403
+from openprogram_sim.models import __all__  # noqa: E402, F401

@@ -47,6 +47,21 @@ class ScriptedRequest:
     parallel_tool_calls: bool | None
     system_prompt: str
 
+    @classmethod
+    def of(cls, index: int, context: Context, options: StreamOptions) -> ScriptedRequest:
+        """Call ``index``'s request, copied from what the loop handed the provider."""
+        return cls(
+            index,
+            options.depth,
+            options.round,
+            list(context.messages),
+            [t.name for t in context.tools],
+            list(context.tools),
+            options.tool_choice,
+            options.parallel_tool_calls,
+            context.system_prompt,
+        )
+
 
 def _chunks(text: str, size: int) -> Iterable[str]:
     if size <= 0 or len(text) <= size:
@@ -94,17 +109,7 @@ class ScriptedModel:
             )
 
     def _record(self, context: Context, options: StreamOptions) -> ScriptedRequest:
-        request = ScriptedRequest(
-            len(self.requests) + 1,
-            options.depth,
-            options.round,
-            list(context.messages),
-            [t.name for t in context.tools],
-            list(context.tools),
-            options.tool_choice,
-            options.parallel_tool_calls,
-            context.system_prompt,
-        )
+        request = ScriptedRequest.of(len(self.requests) + 1, context, options)
         self.requests.append(request)
         return request
 

@@ -255,19 +255,7 @@ class RecordingProvider:
     async def stream(
         self, context: Context, options: StreamOptions
     ) -> AsyncIterator[ProviderEvent]:
-        self.requests.append(
-            ScriptedRequest(
-                len(self.requests) + 1,
-                options.depth,
-                options.round,
-                list(context.messages),
-                [t.name for t in context.tools],
-                list(context.tools),
-                options.tool_choice,
-                options.parallel_tool_calls,
-                context.system_prompt,
-            )
-        )
+        self.requests.append(ScriptedRequest.of(len(self.requests) + 1, context, options))
         slot = len(self.usage)
         self.usage.append(None)
         async for event in self.inner.stream(context, options):
