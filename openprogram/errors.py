@@ -1,7 +1,34 @@
 """The error tree: one root, :class:`OpenProgramError`, with a branch per cause.
 
 Inside the loop, errors are data the model sees (``is_error`` tool results). These
-exceptions are for the caller: misuse of the API, and runs that ended badly.
+exceptions are for the caller: misuse of the API, and runs that ended badly. Misuse
+raises at once, with a message that names the bad value, lists what is allowed and says
+what to do instead. Where a standard exception was the contract (``TypeError`` for a bad
+tool entry, ``ValueError`` for a bad ``tool_choice``), the error inherits it too::
+
+    OpenProgramError
+    ├── ConfigurationError               the runtime or a provider is set up wrongly
+    │   ├── ProviderNotFoundError        (LookupError) no provider under a model string's prefix
+    │   └── UnknownToolsetError          (ValueError) toolset= names no toolset
+    ├── UsageError                       a call the engine does not accept
+    │   ├── InvalidArgumentError         (ValueError) a value that is not allowed
+    │   ├── ArgumentTypeError            (TypeError) a value of the wrong kind, or none given
+    │   ├── AgentBusyError               (RuntimeError) Agent.prompt() while a run is going
+    │   └── NoRuntimeError               (RuntimeError) a tool needing a runtime, run outside
+    ├── ToolDefinitionError              (TypeError) a tool is defined wrongly
+    │   ├── ToolEntryError               a tools= or choices= entry that is not a tool
+    │   └── ToolSchemaError              (ValueError) parameters that are not a JSON Schema
+    ├── ArgumentsError                   (ValueError) the model's arguments fail the schema;
+    │                                    its text is for the model (openprogram.tools)
+    ├── AgenticRecursionError            (RecursionError) an @agentic_function past max_depth
+    ├── DecisionError                    (ValueError) exec(choices=...) got no valid pick
+    └── RunError                         a run ended without a normal finish
+        ├── ModelError                   on an error stop (the provider failed)
+        └── RunAbortedError              cancelled
+
+Two more never leave the engine: ``PickError`` (a malformed pick, re-asked or turned into
+a :class:`DecisionError`) and ``EventStreamError`` (corrupt Bedrock bytes, turned into an
+``error`` event).
 """
 
 from __future__ import annotations
@@ -12,15 +39,23 @@ if TYPE_CHECKING:
     from openprogram.types import AssistantMessage
 
 __all__ = [
+    "AgentBusyError",
+    "AgenticRecursionError",
+    "ArgumentTypeError",
     "ConfigurationError",
     "DecisionError",
+    "InvalidArgumentError",
     "ModelError",
+    "NoRuntimeError",
     "OpenProgramError",
     "ProviderNotFoundError",
     "RunAbortedError",
     "RunError",
     "ToolDefinitionError",
+    "ToolEntryError",
+    "ToolSchemaError",
     "UnknownToolsetError",
+    "UsageError",
 ]
 
 
@@ -34,6 +69,29 @@ class ConfigurationError(OpenProgramError):
 
 class ProviderNotFoundError(ConfigurationError, LookupError):
     """No provider is registered under the name a model string used."""
+
+
+class UsageError(OpenProgramError):
+    """The API was called with something it does not accept, or at a time it cannot run."""
+
+
+class InvalidArgumentError(UsageError, ValueError):
+    """An argument of the right kind with a value that is not allowed (a ``tool_choice``, an
+    empty ``choices=[]``, an unknown API name)."""
+
+
+class ArgumentTypeError(UsageError, TypeError):
+    """An argument of the wrong kind (a string where a list of names is wanted), or a
+    required one not given (``Runtime()`` with neither a model nor a provider)."""
+
+
+class AgentBusyError(UsageError, RuntimeError):
+    """``Agent.prompt()`` was called while a run is in progress; steer or follow up
+    instead."""
+
+
+class NoRuntimeError(UsageError, RuntimeError):
+    """A tool that needs a runtime was run outside any ``Runtime.exec``."""
 
 
 class RunError(OpenProgramError):
@@ -57,6 +115,20 @@ class ToolDefinitionError(OpenProgramError, TypeError):
     """A tool is defined wrongly: ``@function``/``@agentic_function`` applied to a signature
     the model cannot call, or a tool name that clashes in its registry. Raised when the
     decorator is applied, so the mistake shows at import, not in a user's run."""
+
+
+class ToolEntryError(ToolDefinitionError):
+    """An entry of ``tools=`` (or ``choices=``) is not a tool, or its spec has no name; the
+    message lists the kinds of entry accepted."""
+
+
+class ToolSchemaError(ToolDefinitionError, ValueError):
+    """A tool's ``parameters`` are not a valid JSON Schema object."""
+
+
+class AgenticRecursionError(OpenProgramError, RecursionError):
+    """An ``@agentic_function`` called itself deeper than its ``max_depth``. Raised in a
+    tool body, it reaches the model as an error result telling it to stop."""
 
 
 class UnknownToolsetError(ConfigurationError, ValueError):

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from openprogram.agent.agent import Agent
 from openprogram.agent.agent_loop import Listener, LoopResult
-from openprogram.errors import DecisionError, ModelError, RunAbortedError
+from openprogram.errors import ArgumentTypeError, DecisionError, ModelError, RunAbortedError
 from openprogram.providers.base import Provider, ToolChoice, check_tool_choice, get_provider
 from openprogram.tools import (
     SEARCH_TOOL_NAME,
@@ -160,13 +160,13 @@ class Runtime:
     ) -> None:
         if provider is None:
             if model is None:
-                raise TypeError(
+                raise ArgumentTypeError(
                     "Runtime needs a model string (e.g. Runtime(model='openai:gpt-4o-mini')) "
                     "or a provider object (Runtime(provider=...))"
                 )
             provider = get_provider(model, **provider_options)
         elif provider_options:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"provider options {sorted(provider_options)} only apply with model=; "
                 "configure the provider object directly"
             )
@@ -323,7 +323,7 @@ class Runtime:
         :mod:`openprogram.tools`) under the merged policy."""
         if not isinstance(tools, _Unset) and tools is not None:
             if isinstance(tools, (str, bytes)):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"tools={tools!r} must be a list of tools, not a string; pass the tool "
                     "objects, or use toolset= / tools_allow= to pick registered tools by name"
                 )
@@ -412,7 +412,7 @@ def _as_prompt(content: Content) -> UserMessage:
         return UserMessage.of(content)
     blocks = list(content)
     if not blocks or not all(isinstance(b, (TextContent, ImageContent)) for b in blocks):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"exec content must be a str, a UserMessage or a list of TextContent/ImageContent "
             f"blocks, got {content!r}"
         )

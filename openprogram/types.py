@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field, TypeAdapter
 
+from openprogram.errors import ToolEntryError, ToolSchemaError
+
 __all__ = [
     "AnyMessage",
     "AssistantContent",
@@ -229,12 +231,12 @@ class ToolSpec:
         if isinstance(spec, Mapping) and isinstance(spec.get("name"), str) and spec["name"]:
             params = spec.get("parameters", spec.get("input_schema", _EMPTY_PARAMS))
             if not isinstance(params, dict):
-                raise TypeError(
+                raise ToolSchemaError(
                     f"tool {spec['name']!r}: 'parameters' must be a JSON Schema object (a dict), "
                     f"got {type(params).__name__}"
                 )
             return cls(spec["name"], str(spec.get("description") or ""), params)
-        raise TypeError(
+        raise ToolEntryError(
             f"tool entry {entry!r} has a spec without a name: give it a ToolSpec or a dict "
             "{'name': ..., 'description': ..., 'parameters': {...}}"
         )

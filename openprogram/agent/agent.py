@@ -23,6 +23,7 @@ from openprogram.agent.agent_loop import (
     LoopResult,
     run_agent_loop,
 )
+from openprogram.errors import AgentBusyError, ArgumentTypeError
 from openprogram.providers.base import Provider, ToolChoice, check_tool_choice
 from openprogram.tools import Tool, as_tool
 from openprogram.types import AnyMessage, AssistantMessage, ToolSpec, UserMessage
@@ -68,7 +69,9 @@ def _as_user(message: str | UserMessage) -> UserMessage:
         return message
     if isinstance(message, str):
         return UserMessage.of(message)
-    raise TypeError(f"expected a str or UserMessage, got {type(message).__name__}: {message!r}")
+    raise ArgumentTypeError(
+        f"expected a str or UserMessage, got {type(message).__name__}: {message!r}"
+    )
 
 
 class Agent:
@@ -191,7 +194,7 @@ class Agent:
     async def prompt(self, message: str | UserMessage | Sequence[str | UserMessage]) -> LoopResult:
         """Add ``message`` to the history and run the loop until it ends."""
         if self.state.is_streaming:
-            raise RuntimeError(
+            raise AgentBusyError(
                 "Agent.prompt() called while a run is in progress; use steer() or follow_up()"
             )
         prompts: list[AnyMessage] = (

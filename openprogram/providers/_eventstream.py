@@ -27,6 +27,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from openprogram.errors import OpenProgramError
+
 __all__ = ["EventStreamDecoder", "EventStreamError", "EventStreamMessage", "encode_message"]
 
 _PRELUDE = 12
@@ -40,7 +42,7 @@ _BOOL_TRUE, _BOOL_FALSE, _BYTE, _SHORT, _INT, _LONG, _BYTES, _STRING, _TIMESTAMP
 _FIXED = {_BYTE: ">b", _SHORT: ">h", _INT: ">i", _LONG: ">q", _TIMESTAMP: ">q"}
 
 
-class EventStreamError(ValueError):
+class EventStreamError(OpenProgramError, ValueError):
     """The bytes are not a valid event stream (bad CRC, bad length, truncated message)."""
 
 

@@ -20,6 +20,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+from openprogram.errors import InvalidArgumentError
 from openprogram.providers.base import ToolChoice
 from openprogram.types import AssistantMessage
 
@@ -42,7 +43,7 @@ def _module(api: str) -> ModuleType:
     try:
         name = _MODULES[api]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown api {api!r}; use one of: {', '.join(APIS)}") from None
+        raise InvalidArgumentError(f"unknown api {api!r}; use one of: {', '.join(APIS)}") from None
     return importlib.import_module(name)
 
 

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from openprogram.errors import ConfigurationError, ProviderNotFoundError
+from openprogram.errors import ConfigurationError, InvalidArgumentError, ProviderNotFoundError
 from openprogram.events import ProviderEvent
 from openprogram.types import AnyMessage, ToolSpec
 
@@ -40,7 +40,9 @@ only) or ``{"type": "function", "name": X}`` (it must call X)."""
 
 
 def check_tool_choice(tool_choice: Any) -> ToolChoice:
-    """Return ``tool_choice`` if valid, else raise ``ValueError`` saying what is allowed."""
+    """Return ``tool_choice`` if valid, else raise
+    :class:`~openprogram.errors.InvalidArgumentError` (a ``ValueError``) saying what is
+    allowed."""
     if tool_choice in ("auto", "required", "none"):
         return tool_choice  # type: ignore[no-any-return]
     if (
@@ -50,7 +52,7 @@ def check_tool_choice(tool_choice: Any) -> ToolChoice:
         and set(tool_choice) == {"type", "name"}
     ):
         return tool_choice
-    raise ValueError(
+    raise InvalidArgumentError(
         f"tool_choice={tool_choice!r} is not valid; use 'auto', 'required', 'none' or "
         "{'type': 'function', 'name': '<tool name>'}"
     )
@@ -114,7 +116,7 @@ _FACTORIES: dict[str, ProviderFactory | str] = {
 def register_provider(name: str, factory: ProviderFactory) -> None:
     """Make ``Runtime(model=f"{name}:<model id>")`` use ``factory(model_id, **options)``."""
     if not name or ":" in name:
-        raise ValueError(f"provider name {name!r} must be non-empty and contain no ':'")
+        raise InvalidArgumentError(f"provider name {name!r} must be non-empty and contain no ':'")
     _FACTORIES[name] = factory
 
 

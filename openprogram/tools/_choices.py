@@ -14,6 +14,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from openprogram.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    OpenProgramError,
+    ToolEntryError,
+)
 from openprogram.tools._decorators import tool_from_callable
 from openprogram.tools._tool import Tool, as_tool
 from openprogram.tools._validation import ArgumentsError
@@ -25,7 +31,7 @@ _ARGS_KEYS = ("args", "arguments")
 _SCALARS = (str, int, float, bool, type(None))
 
 
-class PickError(ValueError):
+class PickError(OpenProgramError, ValueError):
     """The reply holds no valid pick; ``str(e)`` says why (quoted back to the model)."""
 
 
@@ -42,11 +48,13 @@ class Menu:
 
     def __init__(self, choices: Sequence[Any]) -> None:
         if isinstance(choices, (str, bytes)) or not isinstance(choices, Sequence):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"choices={choices!r} must be a list of options (functions and/or values)"
             )
         if not choices:
-            raise ValueError("choices=[] offers nothing to pick; give at least one option")
+            raise InvalidArgumentError(
+                "choices=[] offers nothing to pick; give at least one option"
+            )
         self.functions: dict[str, Tool] = {}
         self.values: list[Any] = []
         for entry in choices:
@@ -55,12 +63,12 @@ class Menu:
     def _add(self, entry: Any) -> None:
         if isinstance(entry, _SCALARS):
             if any(_same(entry, v) for v in self.values):
-                raise ValueError(f"choices: the value {entry!r} is listed twice")
+                raise InvalidArgumentError(f"choices: the value {entry!r} is listed twice")
             self.values.append(entry)
             return
         tool = _as_choice_tool(entry)
         if tool.name in self.functions:
-            raise ValueError(f"choices: two functions are named {tool.name!r}")
+            raise InvalidArgumentError(f"choices: two functions are named {tool.name!r}")
         self.functions[tool.name] = tool
 
     def instruction(self) -> str:
@@ -126,9 +134,9 @@ def _same(a: Any, b: Any) -> bool:
 def _as_choice_tool(entry: Any) -> Tool:
     try:
         return as_tool(entry)
-    except TypeError:
+    except ToolEntryError:
         if not callable(entry):
-            raise TypeError(
+            raise ToolEntryError(
                 f"choices entry {entry!r} is neither a value (str, int, float, bool, None) "
                 "nor a function (a plain function, @function/@agentic_function, or a tool)"
             ) from None

@@ -35,7 +35,12 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overlo
 
 import pydantic
 
-from openprogram.errors import ToolDefinitionError
+from openprogram.errors import (
+    AgenticRecursionError,
+    ArgumentTypeError,
+    NoRuntimeError,
+    ToolDefinitionError,
+)
 from openprogram.tools._context import _active_agentic, _current_runtime, current_runtime
 from openprogram.tools._gating import ToolGates
 from openprogram.tools._schema import Signature, signature_of
@@ -137,7 +142,7 @@ class FunctionTool(Generic[P, R]):
         if running is not None:
             kwargs["runtime"] = running
         elif self._runtime_param.default is inspect.Parameter.empty:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{self.name}() needs a runtime: pass runtime=Runtime(...), or call it from "
                 "code running under Runtime.exec (a tool body), which supplies its own"
             )
@@ -149,7 +154,7 @@ class FunctionTool(Generic[P, R]):
             return fn(*args, **kwargs)
         active = _active_agentic.get()
         if active.count(self.name) >= self.max_depth:
-            raise RecursionError(
+            raise AgenticRecursionError(
                 f"agentic function {self.name!r} is already running {self.max_depth} levels "
                 f"deep (max_depth={self.max_depth}); finish with what you have instead of "
                 "calling it again"
@@ -189,7 +194,7 @@ class FunctionTool(Generic[P, R]):
         if inject:
             if "runtime" in inject:
                 if runtime is None and self._needs_runtime():
-                    raise RuntimeError(
+                    raise NoRuntimeError(
                         f"tool {self.name!r} needs a runtime and none is running; "
                         "offer it through Runtime.exec"
                     )

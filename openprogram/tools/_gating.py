@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from openprogram.errors import ArgumentTypeError
+
 if TYPE_CHECKING:
     from openprogram.tools._tool import Tool
 
@@ -81,13 +83,13 @@ class ToolPolicy:
         """Build a policy, checking the types (a bare string is not a list of names)."""
         for label, value in (("tools_allow", allow), ("tools_deny", deny)):
             if isinstance(value, (str, bytes)):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"{label}={value!r} must be a list of tool names, not a string; "
                     f"write {label}=[{value!r}]"
                 )
         for label, text in (("toolset", toolset), ("tools_source", source)):
             if text is not None and not isinstance(text, str):
-                raise TypeError(f"{label}= must be a string, got {type(text).__name__}")
+                raise ArgumentTypeError(f"{label}= must be a string, got {type(text).__name__}")
         return cls(
             toolset,
             source,

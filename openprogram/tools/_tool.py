@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram.errors import ToolDefinitionError
+from openprogram.errors import ToolEntryError, ToolSchemaError
 from openprogram.tools._context import current_runtime
 from openprogram.tools._gating import ToolGates
 from openprogram.tools._validation import ArgumentValidator, compile_validator
@@ -105,7 +105,7 @@ class Tool:
         try:
             self.validator: ArgumentValidator = compile_validator(spec.parameters)
         except ValueError as exc:
-            raise ToolDefinitionError(f"tool {spec.name!r}: {exc}") from exc
+            raise ToolSchemaError(f"tool {spec.name!r}: {exc}") from exc
         self.source = source
         """The user's entry this tool was adapted from."""
         self.gates = gates if gates is not None else ToolGates()
@@ -189,8 +189,9 @@ _ACCEPTED = (
 
 
 def as_tool(entry: Any) -> Tool:
-    """Adapt one ``tools=`` entry; raises ``TypeError`` naming the entry and the accepted
-    kinds for anything else (a tool name string included)."""
+    """Adapt one ``tools=`` entry; raises :class:`~openprogram.errors.ToolEntryError` (a
+    ``TypeError``) naming the entry and the accepted kinds for anything else (a tool name
+    string included)."""
     if isinstance(entry, Tool):
         return entry
     own = getattr(entry, "__openprogram_tool__", None)
@@ -201,7 +202,7 @@ def as_tool(entry: Any) -> Tool:
             spec = ToolSpec.coerce(entry["spec"], entry=entry)
             run, is_async = _runner(entry["execute"])
             return Tool(spec, run, is_async=is_async, source=entry, gates=_dict_gates(entry))
-        raise TypeError(
+        raise ToolEntryError(
             f"tool entry {_short(entry)} is a dict without both 'spec' and a callable "
             f"'execute'; a tool entry must be {_ACCEPTED}"
         )
@@ -217,7 +218,7 @@ def as_tool(entry: Any) -> Tool:
             " (tool names are not accepted here: pass the tool object, "
             "or use toolset=/tools_allow=)"
         )
-    raise TypeError(
+    raise ToolEntryError(
         f"tool entry {_short(entry)} is not a tool{hint}; a tool entry must be {_ACCEPTED}"
     )
 

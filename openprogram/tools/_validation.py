@@ -18,7 +18,7 @@ from typing import Any
 import fastjsonschema
 import jsonschema
 
-from openprogram.errors import OpenProgramError
+from openprogram.errors import OpenProgramError, ToolSchemaError
 
 __all__ = ["ArgumentsError", "ArgumentValidator", "compile_validator", "validate_tool_arguments"]
 
@@ -163,7 +163,7 @@ class ArgumentValidator:
                 fastjsonschema.compile(schema) if _has_defaults(schema) else None
             )
         except (fastjsonschema.JsonSchemaDefinitionException, TypeError, ValueError) as exc:
-            raise ValueError(f"invalid JSON Schema for tool parameters: {exc}") from exc
+            raise ToolSchemaError(f"invalid JSON Schema for tool parameters: {exc}") from exc
         self._full: jsonschema.protocols.Validator | None = None
         self._fast = _fast_check(schema)
 

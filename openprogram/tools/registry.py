@@ -18,7 +18,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram.errors import ToolDefinitionError, UnknownToolsetError
+from openprogram.errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ToolDefinitionError,
+    UnknownToolsetError,
+)
 from openprogram.tools._gating import Selection, ToolPolicy, select_tools
 from openprogram.tools._tool import Tool, as_tool
 
@@ -101,10 +106,10 @@ class ToolRegistry:
         """Name a set of tools: ``tool_names`` plus every tool of the ``includes`` sets
         (and every tool that declares membership with ``@function(toolset=name)``)."""
         if name in BUILTIN_TOOLSETS:
-            raise ValueError(f"toolset {name!r} is built in and cannot be redefined")
+            raise InvalidArgumentError(f"toolset {name!r} is built in and cannot be redefined")
         for label, value in (("tool_names", tool_names), ("includes", includes)):
             if isinstance(value, str):
-                raise TypeError(f"{label}={value!r} must be a list of names, not a string")
+                raise ArgumentTypeError(f"{label}={value!r} must be a list of names, not a string")
         self._toolsets[name] = _Toolset(list(tool_names), list(includes))
 
     def toolset_names(self, extra: Sequence[Tool] = ()) -> list[str]:

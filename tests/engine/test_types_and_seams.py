@@ -192,7 +192,9 @@ PUBLIC = {
     "ToolSpec", "Usage", "UserMessage", "__version__", "as_tool", "current_depth",
     "default_registry", "get_provider", "register_provider", "validate_tool_arguments",
     "function", "agentic_function", "FunctionTool", "current_runtime", "DecisionError",
-    "ToolDefinitionError", "UnknownToolsetError",
+    "ToolDefinitionError", "UnknownToolsetError", "UsageError", "InvalidArgumentError",
+    "ArgumentTypeError", "AgentBusyError", "NoRuntimeError", "ToolEntryError", "ToolSchemaError",
+    "AgenticRecursionError",
 }  # fmt: skip
 
 
