@@ -14,7 +14,7 @@ tool entry, ``ValueError`` for a bad ``tool_choice``), the error inherits it too
     │   ├── InvalidArgumentError         (ValueError) a value that is not allowed
     │   ├── ArgumentTypeError            (TypeError) a value of the wrong kind, or none given
     │   ├── AgentBusyError               (RuntimeError) Agent.prompt() while a run is going
-    │   └── NoRuntimeError               (RuntimeError) a tool needing a runtime, run outside
+    │   └── NoRuntimeError               (RuntimeError) a runtime-needing tool run outside exec
     ├── ToolDefinitionError              (TypeError) a tool is defined wrongly
     │   ├── ToolEntryError               a tools= or choices= entry that is not a tool
     │   └── ToolSchemaError              (ValueError) parameters that are not a JSON Schema
