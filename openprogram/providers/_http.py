@@ -4,7 +4,7 @@
 (:meth:`~HTTPProvider.endpoint`), how to authenticate (:meth:`~HTTPProvider.auth_headers`),
 what to send (:meth:`~HTTPProvider.request_body`) and how to read the answer
 (:meth:`~HTTPProvider.parser`); the base does the rest: one POST through an
-``httpx.AsyncClient`` (injected or owned), HTTP errors and transport failures turned into an
+``httpx2.AsyncClient`` (injected or owned), HTTP errors and transport failures turned into an
 ``error`` event, and ``options.cancel`` turned into an ``aborted`` one. It never raises for a
 failed call, and the API key never appears in an error message or a repr.
 """
@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
-import httpx
+import httpx2
 
 from openprogram.errors import ConfigurationError
 from openprogram.events import ProviderEvent
@@ -179,9 +179,9 @@ class HTTPProvider(ABC):
         model_id: the provider's model name, e.g. ``gpt-4o-mini``.
         api_key: the key; default: the class's environment variables.
         base_url: where the API lives (a compatible server, the wire simulator).
-        client: an ``httpx.AsyncClient`` to send through (tests pass one with
-            ``httpx.MockTransport``); it is not closed. Default: a client per call.
-        timeout: seconds (or an ``httpx.Timeout``) applied to every request.
+        client: an ``httpx2.AsyncClient`` to send through (tests pass one with
+            ``httpx2.MockTransport``); it is not closed. Default: a client per call.
+        timeout: seconds (or an ``httpx2.Timeout``) applied to every request.
         max_tokens: the reply's token limit when ``StreamOptions.max_tokens`` is unset.
         stream: stream the reply (SSE) or ask for one JSON body.
         headers: extra headers sent with every request.
@@ -198,8 +198,8 @@ class HTTPProvider(ABC):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout = 60.0,
+        client: httpx2.AsyncClient | None = None,
+        timeout: float | httpx2.Timeout = 60.0,
         max_tokens: int | None = None,
         stream: bool = True,
         headers: dict[str, str] | None = None,
@@ -242,7 +242,7 @@ class HTTPProvider(ABC):
         """Headers the API needs on every request, with or without a key (e.g. a version)."""
         return {}
 
-    async def prepare(self, request: httpx.Request) -> httpx.Request:
+    async def prepare(self, request: httpx2.Request) -> httpx2.Request:
         """Last look at the request before it is sent (e.g. to sign it). Default: as is."""
         return request
 
@@ -265,16 +265,16 @@ class HTTPProvider(ABC):
         try:
             async for event in self._exchange(body, builder, options.cancel):
                 yield event
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             detail = redact(f"{type(exc).__name__}: {exc}", self._api_key)
             yield builder.error(f"{self.label} request failed: {detail}")
 
     @asynccontextmanager
-    async def _client(self) -> AsyncIterator[httpx.AsyncClient]:
+    async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
         if self.client is not None:
             yield self.client
             return
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
+        async with httpx2.AsyncClient(timeout=self.timeout) as client:
             yield client
 
     def _headers(self) -> dict[str, str]:
@@ -310,7 +310,7 @@ class HTTPProvider(ABC):
                 await response.aclose()
 
     async def _read(
-        self, response: httpx.Response, builder: MessageBuilder, cancel: asyncio.Event | None
+        self, response: httpx2.Response, builder: MessageBuilder, cancel: asyncio.Event | None
     ) -> AsyncIterator[ProviderEvent]:
         if not response.is_success:
             raw = await response.aread()

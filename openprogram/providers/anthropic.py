@@ -294,7 +294,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
 
 
 class AnthropicProvider(HTTPProvider):
-    """Anthropic Messages over httpx. Key: ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
+    """Anthropic Messages over httpx2. Key: ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
     base URL default ``https://api.anthropic.com/v1``."""
 
     api = API

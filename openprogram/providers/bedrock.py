@@ -22,7 +22,7 @@ import os
 from typing import Any, Literal, TypeAlias
 from urllib.parse import quote
 
-import httpx
+import httpx2
 
 from openprogram.errors import ConfigurationError
 from openprogram.events import ProviderEvent
@@ -449,8 +449,8 @@ class BedrockProvider(HTTPProvider):
         region: str | None = None,
         bearer_token: str | None = None,
         base_url: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        timeout: float | httpx.Timeout = 60.0,
+        client: httpx2.AsyncClient | None = None,
+        timeout: float | httpx2.Timeout = 60.0,
         max_tokens: int | None = None,
         stream: bool = True,
         headers: dict[str, str] | None = None,
@@ -491,7 +491,7 @@ class BedrockProvider(HTTPProvider):
     def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
         return _BedrockParser(builder, content_type)
 
-    async def prepare(self, request: httpx.Request) -> httpx.Request:
+    async def prepare(self, request: httpx2.Request) -> httpx2.Request:
         request.headers["accept"] = EVENT_STREAM if self.streaming else "application/json"
         if self._credentials is not None:
             # Refreshing credentials (SSO, assumed roles) may block on I/O.
@@ -550,7 +550,7 @@ def _load_credentials(*, required: bool) -> Any:
     return credentials
 
 
-def _sigv4_headers(request: httpx.Request, credentials: Any, region: str) -> dict[str, str]:
+def _sigv4_headers(request: httpx2.Request, credentials: Any, region: str) -> dict[str, str]:
     """The SigV4 headers (Authorization, X-Amz-Date, X-Amz-Security-Token) for ``request``.
 
     Only content-type and host are signed, so headers added later cannot break the

@@ -286,7 +286,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
 
 
 class OpenAIChatProvider(HTTPProvider):
-    """Chat Completions over httpx. Key: ``OPENAI_API_KEY``; base URL default
+    """Chat Completions over httpx2. Key: ``OPENAI_API_KEY``; base URL default
     ``https://api.openai.com/v1`` (pass another for compatible servers)."""
 
     api = API

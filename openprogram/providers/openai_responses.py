@@ -333,7 +333,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
 
 
 class OpenAIResponsesProvider(HTTPProvider):
-    """OpenAI Responses over httpx. Key: ``OPENAI_API_KEY``; base URL default
+    """OpenAI Responses over httpx2. Key: ``OPENAI_API_KEY``; base URL default
     ``https://api.openai.com/v1``."""
 
     api = API

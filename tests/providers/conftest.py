@@ -3,7 +3,7 @@
 Tests ask for ``conformance_case`` (every corpus file), ``streamed_case`` (the streamed
 ones) or ``tool_choice_case`` (those whose request carries a tool choice) and are
 parametrized over them by :func:`pytest_generate_tests`. ``drive`` runs a real provider
-class against an ``httpx.MockTransport``.
+class against an ``httpx2.MockTransport``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from openprogram.events import ProviderEvent
@@ -130,10 +130,10 @@ async def _chunks(parts: Iterable[bytes]) -> AsyncIterator[bytes]:
 
 def streaming_response(
     chunks: Iterable[bytes], *, status: int = 200, content_type: str, headers: Any = None
-) -> httpx.Response:
+) -> httpx2.Response:
     """A response whose body arrives as ``chunks`` (an async stream, like the network)."""
     all_headers = {"content-type": content_type, **(headers or {})}
-    return httpx.Response(status, headers=all_headers, content=_chunks(list(chunks)))
+    return httpx2.Response(status, headers=all_headers, content=_chunks(list(chunks)))
 
 
 @dataclass
@@ -141,7 +141,7 @@ class Run:
     """What one ``provider.stream`` call produced, and what it sent."""
 
     events: list[ProviderEvent]
-    requests: list[httpx.Request]
+    requests: list[httpx2.Request]
 
     @property
     def message(self) -> AssistantMessage:
@@ -161,20 +161,20 @@ def simple_context() -> Context:
 
 
 def run_provider(
-    provider_factory: Callable[[httpx.AsyncClient], Any],
-    handler: Callable[[httpx.Request], httpx.Response],
+    provider_factory: Callable[[httpx2.AsyncClient], Any],
+    handler: Callable[[httpx2.Request], httpx2.Response],
     context: Context | None = None,
     options: StreamOptions | None = None,
 ) -> Run:
     """Build a provider on a MockTransport client, stream one reply, collect the events."""
-    requests: list[httpx.Request] = []
+    requests: list[httpx2.Request] = []
 
-    def record(request: httpx.Request) -> httpx.Response:
+    def record(request: httpx2.Request) -> httpx2.Response:
         requests.append(request)
         return handler(request)
 
     async def go() -> list[ProviderEvent]:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(record)) as client:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(record)) as client:
             provider = provider_factory(client)
             stream = provider.stream(context or simple_context(), options or StreamOptions())
             return [event async for event in stream]

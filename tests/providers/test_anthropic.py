@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 
 from openprogram.providers import Context, StreamOptions
 from openprogram.providers.anthropic import DEFAULT_MAX_TOKENS, AnthropicProvider
@@ -48,7 +48,7 @@ def _context() -> Context:
 def _run(kit: Any, options: StreamOptions, context: Context | None = None) -> Any:
     return kit.run(
         lambda c: AnthropicProvider("claude-sonnet-4-5", api_key="k-123", client=c),
-        lambda r: httpx.Response(
+        lambda r: httpx2.Response(
             529,
             json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
         ),

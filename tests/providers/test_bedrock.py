@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from openprogram.errors import ConfigurationError
@@ -311,13 +311,13 @@ async def _aiter(
         yield b""
 
 
-def _stream_response(chunks: list[bytes], **kwargs: Any) -> httpx.Response:
+def _stream_response(chunks: list[bytes], **kwargs: Any) -> httpx2.Response:
     body = _aiter(chunks, kwargs.pop("then", None))
-    return httpx.Response(200, headers={"content-type": STREAM_TYPE}, content=body, **kwargs)
+    return httpx2.Response(200, headers={"content-type": STREAM_TYPE}, content=body, **kwargs)
 
 
 def _collect(
-    handler: Callable[[httpx.Request], Any],
+    handler: Callable[[httpx2.Request], Any],
     *,
     options: StreamOptions | None = None,
     **kwargs: Any,
@@ -326,7 +326,7 @@ def _collect(
     kwargs.setdefault("region", "us-west-2")
 
     async def run() -> list[ProviderEvent]:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
             provider = bedrock.BedrockProvider(MODEL, client=client, **kwargs)
             context = Context("", [UserMessage.of("hi")], [WEATHER])
             return [e async for e in provider.stream(context, options or StreamOptions())]
@@ -335,9 +335,9 @@ def _collect(
 
 
 def test_streams_event_frames_with_a_bearer_token() -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
         return _stream_response(_text_stream())
 
@@ -387,7 +387,7 @@ def test_tool_input_pieces_stream_as_deltas() -> None:
 
 
 def test_non_streaming_uses_converse_and_json() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         assert request.url.path.endswith("/converse")
         assert request.headers["accept"] == "application/json"
         reply = {
@@ -395,7 +395,7 @@ def test_non_streaming_uses_converse_and_json() -> None:
             "stopReason": "max_tokens",
             "usage": {"inputTokens": 1, "outputTokens": 1},
         }
-        return httpx.Response(200, json=reply)
+        return httpx2.Response(200, json=reply)
 
     final = _collect(handler, stream=False)[-1]
     assert final.type == "done" and final.reason == "length" and final.message.text == "ok"
@@ -465,8 +465,8 @@ def test_corrupted_frame_is_an_error_not_a_crash() -> None:
 def test_http_errors_become_an_error_event(
     status: int, headers: dict[str, str], needle: str
 ) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, json={"message": "Malformed input"}, headers=headers)
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(status, json={"message": "Malformed input"}, headers=headers)
 
     events = _collect(handler)
     assert [e.type for e in events] == ["start", "error"]
@@ -477,8 +477,8 @@ def test_http_errors_become_an_error_event(
 
 
 def test_transport_failure_is_an_error_event() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ReadTimeout("timed out")
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadTimeout("timed out")
 
     final = _collect(handler)[-1]
     assert final.type == "error" and "timed out" in (final.error.error_message or "")
@@ -504,9 +504,9 @@ def test_sigv4_signs_with_credentials_from_the_environment(monkeypatch: pytest.M
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "session-token")
     monkeypatch.setenv("AWS_REGION", "eu-central-1")
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
         return _stream_response(_text_stream())
 

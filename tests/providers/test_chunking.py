@@ -3,7 +3,7 @@
 Every streamed conformance body (SSE for four APIs, AWS event-stream bytes for Bedrock) is
 re-split at arbitrary byte boundaries, with cuts drawn on purpose inside multi-byte UTF-8
 characters, between CR and LF, and inside JSON strings, and fed through the real provider
-class over an ``httpx.MockTransport`` that streams the chunks. The final message must equal
+class over an ``httpx2.MockTransport`` that streams the chunks. The final message must equal
 the one-piece parse, and the events must describe it.
 """
 
@@ -14,7 +14,7 @@ import inspect
 import itertools
 from typing import Any
 
-import httpx
+import httpx2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,11 +41,11 @@ def _stream(kit: Any, case: Any, chunks: list[bytes]) -> tuple[AssistantMessage,
     # Bedrock names its key bearer_token (it also signs with SigV4); the others api_key.
     key = "api_key" if "api_key" in inspect.signature(cls).parameters else "bearer_token"
 
-    def factory(client: httpx.AsyncClient) -> Any:
+    def factory(client: httpx2.AsyncClient) -> Any:
         options = {key: "test-key", "base_url": "http://wire.test", "client": client}
         return cls("test-model", **options)
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         return kit.response(chunks, content_type=case.content_type)
 
     run = kit.run(factory, handler)

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -282,13 +282,13 @@ def _text_chunk(text: str, finish: str | None = None) -> dict[str, Any]:
 
 
 def _collect(
-    handler: Callable[[httpx.Request], Any],
+    handler: Callable[[httpx2.Request], Any],
     *,
     options: StreamOptions | None = None,
     **kwargs: Any,
 ) -> list[ProviderEvent]:
     async def run() -> list[ProviderEvent]:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
             provider = gemini.GeminiProvider(
                 "gemini-2.5-flash", api_key=KEY, client=client, **kwargs
             )
@@ -299,12 +299,12 @@ def _collect(
 
 
 def test_streams_sse_with_the_key_in_a_header_only() -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
         body = _sse(_text_chunk("Hel"), _text_chunk("lo", "STOP"))
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
     events = _collect(handler)
     assert [e.type for e in events] == [
@@ -335,8 +335,8 @@ def test_function_call_streams_as_one_delta_of_json() -> None:
         ]
     }
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
             200, content=_sse(chunk), headers={"content-type": "text/event-stream"}
         )
 
@@ -353,9 +353,9 @@ def test_function_call_streams_as_one_delta_of_json() -> None:
 
 
 def test_non_streaming_uses_generate_content() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         assert request.url.path.endswith(":generateContent") and not request.url.query
-        return httpx.Response(200, json=_text_chunk("ok", "STOP"))
+        return httpx2.Response(200, json=_text_chunk("ok", "STOP"))
 
     events = _collect(handler, stream=False)
     assert events[-1].type == "done" and events[-1].message.text == "ok"
@@ -372,11 +372,11 @@ def test_non_streaming_uses_generate_content() -> None:
 def test_http_errors_become_an_error_event(
     status: int, headers: dict[str, str], needle: str
 ) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         error = {
             "error": {"code": status, "message": "API key not valid", "status": "INVALID_ARGUMENT"}
         }
-        return httpx.Response(status, json=error, headers=headers)
+        return httpx2.Response(status, json=error, headers=headers)
 
     events = _collect(handler)
     final = events[-1]
@@ -388,12 +388,12 @@ def test_http_errors_become_an_error_event(
 
 
 def test_error_object_inside_a_200_stream_is_an_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(request: httpx2.Request) -> httpx2.Response:
         error = {
             "error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}
         }
         body = _sse(_text_chunk("par"), error)
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
 
     final = _collect(handler)[-1]
     assert final.type == "error"
@@ -404,8 +404,8 @@ def test_error_object_inside_a_200_stream_is_an_error() -> None:
 
 
 def test_stream_ending_without_a_finish_reason_is_an_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
             200, content=_sse(_text_chunk("cut")), headers={"content-type": "text/event-stream"}
         )
 
@@ -426,8 +426,8 @@ def test_blocked_prompt_and_unparseable_chunks_are_errors() -> None:
 
 
 def test_transport_failure_is_an_error_event() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused")
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused")
 
     final = _collect(handler)[-1]
     assert final.type == "error" and "connection refused" in (final.error.error_message or "")
@@ -442,8 +442,8 @@ def test_cancel_mid_stream_gives_aborted() -> None:
         await asyncio.sleep(30)  # a stalled server: only cancellation can end this
         yield b""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=body(), headers={"content-type": "text/event-stream"})
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=body(), headers={"content-type": "text/event-stream"})
 
     events = _collect(handler, options=StreamOptions(cancel=cancel))
     final = events[-1]

@@ -1,4 +1,4 @@
-"""Failure behaviour shared by the SSE adapters, driven through httpx.MockTransport.
+"""Failure behaviour shared by the SSE adapters, driven through httpx2.MockTransport.
 
 A failed call never raises: HTTP errors, errors inside a 200 stream, a stream cut short and
 transport failures all end in one ``error`` event whose message says why; a cancelled call
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from openprogram.errors import ConfigurationError
@@ -109,7 +109,7 @@ def _factory(adapter: Adapter, **options: Any) -> Any:
     return lambda client: adapter.cls("m-1", api_key=SECRET, client=client, **options)
 
 
-def _sse_response(kit: Any, *chunks: bytes) -> httpx.Response:
+def _sse_response(kit: Any, *chunks: bytes) -> httpx2.Response:
     return kit.response(list(chunks), content_type="text/event-stream")
 
 
@@ -136,8 +136,8 @@ def test_http_error_becomes_error_event(
 ) -> None:
     content = body if isinstance(body, str) else json.dumps(body)
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, headers=headers, content=content.encode())
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(status, headers=headers, content=content.encode())
 
     run = kit.run(_factory(adapter), handler)
     assert [e.type for e in run.events] == ["start", "error"]
@@ -163,8 +163,8 @@ def test_stream_ending_early_is_an_error(adapter: Adapter, kit: Any) -> None:
 
 
 def test_transport_failure_is_an_error_event(adapter: Adapter, kit: Any) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused")
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused")
 
     run = kit.run(_factory(adapter), handler)
     assert [e.type for e in run.events] == ["start", "error"]
@@ -181,12 +181,12 @@ def test_cancel_mid_stream_aborts(adapter: Adapter, kit: Any) -> None:
 
     async def go() -> list[Any]:
         cancel = asyncio.Event()
-        transport = httpx.MockTransport(
-            lambda r: httpx.Response(
+        transport = httpx2.MockTransport(
+            lambda r: httpx2.Response(
                 200, headers={"content-type": "text/event-stream"}, content=body()
             )
         )
-        async with httpx.AsyncClient(transport=transport) as client:
+        async with httpx2.AsyncClient(transport=transport) as client:
             provider = adapter.cls("m-1", api_key=SECRET, client=client)
             events = []
             async for event in provider.stream(kit.simple_context(), StreamOptions(cancel=cancel)):
@@ -226,7 +226,7 @@ def test_key_from_environment_and_custom_base_url(
     monkeypatch.setenv(adapter.env, SECRET)
     run = kit.run(
         lambda client: adapter.cls("m-1", client=client, base_url="http://local.test/v9/"),
-        lambda r: httpx.Response(500, json={"error": {"message": "x"}}),
+        lambda r: httpx2.Response(500, json={"error": {"message": "x"}}),
     )
     request = run.requests[0]
     assert str(request.url).startswith("http://local.test/v9/")
@@ -241,7 +241,7 @@ def test_custom_base_url_needs_no_key(
     monkeypatch.delenv(adapter.env, raising=False)
     run = kit.run(
         lambda client: adapter.cls("m-1", client=client, base_url="http://sim.test"),
-        lambda r: httpx.Response(500, json={"error": {"message": "x"}}),
+        lambda r: httpx2.Response(500, json={"error": {"message": "x"}}),
     )
     headers = run.requests[0].headers
     assert "authorization" not in headers and "x-api-key" not in headers
@@ -251,7 +251,7 @@ def test_key_never_leaks(adapter: Adapter, kit: Any) -> None:
     body = {
         "error": {"message": f"Incorrect API key provided: {SECRET}.", "code": "invalid_api_key"}
     }
-    run = kit.run(_factory(adapter), lambda r: httpx.Response(401, json=body))
+    run = kit.run(_factory(adapter), lambda r: httpx2.Response(401, json=body))
     assert SECRET not in (run.message.error_message or "")
     assert "HTTP 401" in (run.message.error_message or "")
     provider = adapter.cls("m-1", api_key=SECRET)

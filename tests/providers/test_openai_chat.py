@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 
 from openprogram.providers import Context, StreamOptions
 from openprogram.providers.openai_chat import OpenAIChatProvider
@@ -47,7 +47,7 @@ def _context() -> Context:
 def _body(kit: Any, options: StreamOptions, **provider_options: Any) -> dict[str, Any]:
     run = kit.run(
         lambda c: OpenAIChatProvider("gpt-4o-mini", api_key="k-123", client=c, **provider_options),
-        lambda r: httpx.Response(500, json={"error": {"message": "x"}}),
+        lambda r: httpx2.Response(500, json={"error": {"message": "x"}}),
         _context(),
         options,
     )
@@ -115,7 +115,7 @@ def test_tool_choice_sent_on_every_call_and_parallel_default_left_out(kit: Any) 
 def test_no_tools_no_tool_choice(kit: Any) -> None:
     run = kit.run(
         lambda c: OpenAIChatProvider("m", api_key="k", client=c, stream=False),
-        lambda r: httpx.Response(
+        lambda r: httpx2.Response(
             200,
             json={
                 "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
+import httpx2
 
 from openprogram.providers import Context, StreamOptions
 from openprogram.providers.openai_responses import OpenAIResponsesProvider, parse_response
@@ -24,7 +24,7 @@ SPEC = ToolSpec("get_capital", "Capital of a country", {"type": "object", "prope
 def _run(kit: Any, context: Context, options: StreamOptions) -> Any:
     return kit.run(
         lambda c: OpenAIResponsesProvider("gpt-5-mini", api_key="k-123", client=c, max_tokens=50),
-        lambda r: httpx.Response(400, json={"error": {"message": "nope", "code": "bad"}}),
+        lambda r: httpx2.Response(400, json={"error": {"message": "nope", "code": "bad"}}),
         context,
         options,
     )
