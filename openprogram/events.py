@@ -322,8 +322,8 @@ AgentEvent: TypeAlias = (
 
 # --------------------------------------------------------------------------- stream
 
-E = TypeVar("E")
-R = TypeVar("R")
+_E = TypeVar("_E")
+_R = TypeVar("_R")
 
 _END: Any = object()
 
@@ -334,7 +334,7 @@ class _Failure:
 
 
 @dataclass
-class EventStream(Generic[E, R]):
+class EventStream(Generic[_E, _R]):
     """An async iterator of events that also carries the run's final result.
 
     The producer calls :meth:`push` for each event and :meth:`end` (or :meth:`fail`) once;
@@ -346,21 +346,21 @@ class EventStream(Generic[E, R]):
     """
 
     _queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
-    _result: asyncio.Future[R] | None = None
+    _result: asyncio.Future[_R] | None = None
     _done: bool = False
     task: asyncio.Task[None] | None = None
     """The producing task, when the stream was started by one (kept alive here)."""
 
-    def _future(self) -> asyncio.Future[R]:
+    def _future(self) -> asyncio.Future[_R]:
         if self._result is None:
             self._result = asyncio.get_running_loop().create_future()
         return self._result
 
-    def push(self, event: E) -> None:
+    def push(self, event: _E) -> None:
         if not self._done:
             self._queue.put_nowait(event)
 
-    def end(self, result: R) -> None:
+    def end(self, result: _R) -> None:
         if self._done:
             return
         self._done = True
@@ -379,10 +379,10 @@ class EventStream(Generic[E, R]):
             fut.exception()  # mark retrieved: the iterator re-raises it
         self._queue.put_nowait(_Failure(exc))
 
-    def __aiter__(self) -> AsyncIterator[E]:
+    def __aiter__(self) -> AsyncIterator[_E]:
         return self._iterate()
 
-    async def _iterate(self) -> AsyncIterator[E]:
+    async def _iterate(self) -> AsyncIterator[_E]:
         while True:
             item = await self._queue.get()
             if item is _END:
@@ -391,6 +391,6 @@ class EventStream(Generic[E, R]):
                 raise item.exc
             yield item
 
-    async def result(self) -> R:
+    async def result(self) -> _R:
         """The final result, once the producer has ended the stream."""
         return await self._future()

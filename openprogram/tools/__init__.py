@@ -48,6 +48,13 @@ __all__ = [
     "validate_tool_arguments",
 ]
 
+# Classes report this module, not the private one they are defined in (repr, pickling, docs).
+for _name in __all__:
+    _value = globals()[_name]
+    if isinstance(_value, type) and _value.__module__.startswith(f"{__name__}._"):
+        _value.__module__ = __name__
+del _name, _value
+
 # Hooks for openprogram.runtime, which reaches the tool layer only through this module
 # (exec(choices=...), deferred loading, the context variables it sets). Not API.
 _Menu = _choices.Menu
