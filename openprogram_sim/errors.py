@@ -9,6 +9,7 @@
     ├── ScriptedFault            a turn with ``fault: raise``: a provider that crashes
     │                            (also a RuntimeError, like a real provider's bug)
     ├── ToolFailure              what a scenario tool with ``raises:`` raises (a RuntimeError)
+    ├── MatchTimeoutError        a ``$regex`` took longer than its time limit on one value
     └── WireEncodeError          a scripted turn cannot be expressed on an API's wire
                                  (also a ValueError)
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "MatchTimeoutError",
     "ScenarioError",
     "ScenarioIssue",
     "ScriptExhaustedError",
@@ -78,3 +80,8 @@ class ToolFailure(SimError, RuntimeError):
 
 class WireEncodeError(SimError, ValueError):
     """The turn cannot be expressed on this API's wire."""
+
+
+class MatchTimeoutError(SimError):
+    """A ``$regex`` matcher took longer than its time limit against one value (a pattern
+    that backtracks catastrophically); the message names the pattern and the value."""

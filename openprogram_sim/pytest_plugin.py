@@ -106,12 +106,18 @@ class _State:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.roots: list[Path] = []
+        self.collected: set[Path] = set()
+        """Scenario files already collected, resolved: a folder reached again through a
+        link (a link loop) does not collect its files twice."""
         self.records: dict[str, dict[str, Any]] = {}
         self.started = time.perf_counter()
         self.written: Path | None = None
 
     def owns(self, path: Path) -> bool:
-        resolved = path.resolve()
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError):  # a link that loops is not a scenario file
+            return False
         return any(resolved == r or r in resolved.parents for r in self.roots)
 
 
@@ -156,6 +162,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     if not state.owns(file_path):
         return None
+    real = file_path.resolve()
+    if real in state.collected:
+        return None
+    state.collected.add(real)
     file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
     return file
 
@@ -170,17 +180,11 @@ class ScenarioFile(pytest.File):
     """A scenario file: one item, or an :class:`InvalidScenarioItem` when it does not load."""
 
     def collect(self) -> Iterable[pytest.Item]:
-        from openprogram_sim.errors import ScenarioError, ScenarioIssue
-        from openprogram_sim.scenario import parse_scenario
+        from openprogram_sim.errors import ScenarioError
+        from openprogram_sim.scenario import load_scenario
 
-        shown = _display_path(self.config, self.path)
         try:
-            text = self.path.read_text(encoding="utf-8")
-            scenario = parse_scenario(text, shown)
-        except OSError as exc:
-            error = ScenarioError([ScenarioIssue(shown, None, "", f"cannot read: {exc}")])
-            yield InvalidScenarioItem.from_parent(self, name="invalid", error=error)
-            return
+            scenario = load_scenario(self.path, shown_as=_display_path(self.config, self.path))
         except ScenarioError as exc:
             yield InvalidScenarioItem.from_parent(self, name="invalid", error=exc)
             return
@@ -204,14 +208,14 @@ def _display_path(config: pytest.Config, path: Path) -> str:
     """``path`` as the user typed it: relative to where pytest was started, when below it."""
     try:
         return path.resolve().relative_to(config.invocation_params.dir.resolve()).as_posix()
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):
         return str(path)
 
 
 def _relpath(config: pytest.Config, path: Path) -> str:
     try:
         return path.resolve().relative_to(config.rootpath).as_posix()
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):
         return str(path)
 
 

@@ -119,7 +119,7 @@ def _line(result: ScenarioResult, base: Path) -> str:
 def _relative(path: Path, base: Path) -> str:
     try:
         return str(path.resolve().relative_to(base))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # outside base, or a link that loops
         return str(path)
 
 

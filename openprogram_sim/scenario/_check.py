@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram_sim.errors import ScriptExhaustedError
+from openprogram_sim.errors import MatchTimeoutError, ScriptExhaustedError
 from openprogram_sim.scenario._runner import RunOutcome
 from openprogram_sim.trace import (
     describe,
@@ -203,5 +203,8 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
     """Check ``outcome`` against its scenario's ``expect:``."""
     failures: list[Failure] = []
     for step in (_check_raises, _check_result, _check_calls, _check_requests, _check_events):
-        step(outcome, failures)
+        try:
+            step(outcome, failures)
+        except MatchTimeoutError as exc:  # a pattern that backtracks: the check fails, named
+            failures.append(Failure("a $regex expectation could not be checked", str(exc)))
     return Verdict(outcome, failures)

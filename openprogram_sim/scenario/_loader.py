@@ -8,11 +8,13 @@ express (tools named in ``exec`` that are not defined, event names and fields, m
 from __future__ import annotations
 
 import difflib
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from openprogram_sim.errors import ScenarioError, ScenarioIssue
@@ -28,41 +30,10 @@ from openprogram_sim.scenario._schema import (
     Steering,
     ToolDef,
 )
+from openprogram_sim.scenario._yaml import MAX_BYTES, LineMap, YamlProblem, decode, read_yaml
 from openprogram_sim.trace import EVENT_FIELDS, check_matcher
 
 __all__ = ["discover", "load_scenario", "parse_scenario"]
-
-
-class _Lines:
-    """Line numbers of every key and value in a YAML document, by key path."""
-
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.keys: dict[tuple[Any, ...], int] = {}
-        self.values: dict[tuple[Any, ...], int] = {}
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: yaml.Node, path: tuple[Any, ...]) -> None:
-        self.values[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = (*path, key.value)
-                self.keys[sub] = key.start_mark.line + 1
-                self._walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                self._walk(item, (*path, i))
-
-    def line(self, path: tuple[Any, ...], *, key: bool = True) -> int | None:
-        """The line of the key at ``path`` (or of its value, for list items and when
-        ``key=False``), else of the nearest enclosing node."""
-        while path:
-            first, second = (self.keys, self.values) if key else (self.values, self.keys)
-            found = first.get(path) or second.get(path)
-            if found is not None:
-                return found
-            path = path[:-1]
-        return self.values.get(())
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -115,7 +86,7 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
     return [n for n in target.model_fields if n != "path"]
 
 
-def _issue_from_error(err: Any, data: Any, lines: _Lines, file: str) -> ScenarioIssue:
+def _issue_from_error(err: Any, data: Any, lines: LineMap, file: str) -> ScenarioIssue:
     loc = tuple(err["loc"])
     path = _data_path(data, loc)
     kind = err["type"]
@@ -135,7 +106,7 @@ def _issue_from_error(err: Any, data: Any, lines: _Lines, file: str) -> Scenario
     return ScenarioIssue(file, lines.line(path), _where(path), message)
 
 
-def _semantic_issues(scenario: Scenario, lines: _Lines, file: str) -> list[ScenarioIssue]:
+def _semantic_issues(scenario: Scenario, lines: LineMap, file: str) -> list[ScenarioIssue]:
     """Checks beyond types: names that must exist, matchers that must compile."""
     issues: list[ScenarioIssue] = []
     defined = set(scenario.tools)
@@ -180,7 +151,7 @@ def _semantic_issues(scenario: Scenario, lines: _Lines, file: str) -> list[Scena
 
 
 def _check_value_matchers(
-    scenario: Scenario, lines: _Lines, file: str, issues: list[ScenarioIssue]
+    scenario: Scenario, lines: LineMap, file: str, issues: list[ScenarioIssue]
 ) -> None:
     checks: list[tuple[tuple[Any, ...], Any]] = [(("expect", "result"), scenario.expect.result)]
     for i, request in enumerate(scenario.expect.requests):
@@ -192,7 +163,7 @@ def _check_value_matchers(
             issues.append(ScenarioIssue(file, lines.line(path), _where(path), problem))
 
 
-def _unknown_event(name: str, path: tuple[Any, ...], lines: _Lines, file: str) -> ScenarioIssue:
+def _unknown_event(name: str, path: tuple[Any, ...], lines: LineMap, file: str) -> ScenarioIssue:
     close = difflib.get_close_matches(name, list(EVENT_FIELDS), n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"events are: {', '.join(EVENT_FIELDS)}"
     return ScenarioIssue(
@@ -203,7 +174,7 @@ def _unknown_event(name: str, path: tuple[Any, ...], lines: _Lines, file: str) -
 def _check_events(
     events: list[EventExpect],
     base: tuple[Any, ...],
-    lines: _Lines,
+    lines: LineMap,
     file: str,
     issues: list[ScenarioIssue],
 ) -> None:
@@ -245,14 +216,10 @@ def _check_events(
 def parse_scenario(text: str, path: str = "<string>") -> Scenario:
     """Parse and validate scenario YAML; raises :class:`ScenarioError` listing every issue."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError([ScenarioIssue(path, line, "", f"not valid YAML: {problem}")]) from None
-    lines = _Lines(node)
+        document = read_yaml(text)
+    except YamlProblem as exc:
+        raise ScenarioError([ScenarioIssue(path, exc.line, "", exc.message)]) from None
+    data, lines = document.data, document.lines
     if not isinstance(data, dict):
         raise ScenarioError(
             [
@@ -265,36 +232,93 @@ def parse_scenario(text: str, path: str = "<string>") -> Scenario:
                 )
             ]
         )
+    issues = [
+        ScenarioIssue(
+            path,
+            again,
+            _where(where),
+            f"key {where[-1]!r} is given twice (lines {first} and {again}); keep one",
+        )
+        for where, first, again in document.duplicates
+    ]
     try:
         scenario = Scenario.model_validate({**data, "path": path})
     except ValidationError as exc:
-        issues = [_issue_from_error(e, data, lines, path) for e in exc.errors()]
+        issues += [_issue_from_error(e, data, lines, path) for e in exc.errors()]
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0)) from None
-    issues = _semantic_issues(scenario, lines, path)
+    issues += _semantic_issues(scenario, lines, path)
     if issues:
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0))
     return scenario
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Load one scenario file."""
+def load_scenario(path: str | Path, *, shown_as: str | None = None) -> Scenario:
+    """Load one scenario file (a regular file of UTF-8 text, at most ``MAX_BYTES``);
+    errors name it ``shown_as`` when given (e.g. relative to a project's root)."""
     file = Path(path)
+    shown = shown_as if shown_as is not None else str(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        raw = _read(file)
+        text = decode(raw)
     except OSError as exc:
-        raise ScenarioError([ScenarioIssue(str(path), None, "", f"cannot read: {exc}")]) from None
-    return parse_scenario(text, str(path))
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ELOOP:
+            reason = "a symbolic link loop (a link that points back to itself)"
+        raise ScenarioError(
+            [ScenarioIssue(shown, None, "", f"cannot read: {reason}")]
+        ) from None
+    except YamlProblem as exc:
+        raise ScenarioError([ScenarioIssue(shown, exc.line, "", exc.message)]) from None
+    return parse_scenario(text, shown)
+
+
+def _read(file: Path) -> bytes:
+    """The file's bytes; anything but a regular file (a FIFO, a device, a folder) is refused
+    before it is opened, so a FIFO named ``*.yaml`` cannot block the run."""
+    info = file.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise YamlProblem(None, "not a regular file (a folder, a FIFO or a device); skipped")
+    with file.open("rb") as handle:
+        return handle.read(MAX_BYTES + 1)
 
 
 def discover(paths: list[str | Path]) -> list[Path]:
-    """Every ``*.yaml``/``*.yml`` file under ``paths`` (files are taken as given), sorted."""
+    """Every ``*.yaml``/``*.yml`` file under ``paths`` (files are taken as given), sorted.
+
+    Folders are walked following links, each real folder once (a link back to a folder
+    already walked is not entered again, so a link loop cannot recurse). Entries that are
+    not regular files (FIFOs, devices, folders named ``*.yaml``) are skipped; a link that
+    cannot be resolved (a loop, a dangling target) is kept, so loading it reports why.
+    """
     found: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found.extend(sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml")))
-        elif p.exists():
+            found.extend(sorted(_walk(p)))
+        elif p.exists() or p.is_symlink():
             found.append(p)
         else:
             raise ScenarioError([ScenarioIssue(str(p), None, "", "no such file or directory")])
     return found
+
+
+def _walk(root: Path) -> list[Path]:
+    seen: set[tuple[int, int]] = set()
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        info = os.stat(folder)
+        if (info.st_dev, info.st_ino) in seen:
+            dirs[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        for name in files + dirs:
+            if not name.endswith((".yaml", ".yml")):
+                continue
+            path = Path(folder, name)
+            try:
+                regular = stat.S_ISREG(path.stat().st_mode)
+            except OSError:
+                regular = True  # a link loop or a dangling link: loading it says which
+            if regular:
+                out.append(path)
+    return out

@@ -10,25 +10,45 @@ is an operator mapping:
 ``{$any: true}``           anything, as long as the field is present
 
 Operators are checked when a scenario is loaded (a bad regex is an error there, not at run
-time) by :func:`check_matcher`.
+time) by :func:`check_matcher`. A ``$regex`` is matched with the ``regex`` engine under a
+time limit (:data:`REGEX_SECONDS`): a pattern that backtracks catastrophically, such as
+``^(a+)+$``, raises :class:`~openprogram_sim.errors.MatchTimeoutError` instead of hanging.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["OPERATORS", "check_matcher", "describe", "matches"]
+import regex
+
+from openprogram_sim.errors import MatchTimeoutError
+
+__all__ = ["OPERATORS", "REGEX_SECONDS", "check_matcher", "describe", "matches"]
 
 OPERATORS = ("$regex", "$contains", "$subset", "$in", "$any")
 
+REGEX_SECONDS = 0.25
+"""The longest one ``$regex`` may take against one value."""
+
 
 @lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _compiled(pattern: str) -> Any:
+    return regex.compile(pattern)
+
+
+def _search(pattern: str, text: str) -> bool:
+    try:
+        return _compiled(pattern).search(text, timeout=REGEX_SECONDS) is not None
+    except TimeoutError:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise MatchTimeoutError(
+            f"$regex {pattern!r} took longer than {REGEX_SECONDS} s against {shown!r} "
+            f"({len(text)} characters): it backtracks catastrophically (nested quantifiers "
+            "such as (a+)+); simplify it, e.g. anchor it or drop the nested repetition"
+        ) from None
 
 
 def _text(value: Any) -> str:
@@ -56,7 +76,7 @@ def matches(expected: Any, actual: Any) -> bool:
         return bool(expected == actual)
     name, arg = op
     if name == "$regex":
-        return actual is not None and _compiled(arg).search(_text(actual)) is not None
+        return actual is not None and _search(arg, _text(actual))
     if name == "$contains":
         if isinstance(actual, list):
             return any(matches(arg, item) for item in actual)
@@ -93,7 +113,7 @@ def _check_argument(name: str, arg: Any) -> str | None:
             return f"$regex needs a string pattern, got {arg!r}"
         try:
             _compiled(arg)
-        except re.error as exc:
+        except regex.error as exc:
             return f"bad regex {arg!r}: {exc}; escape special characters such as ( [ . with \\"
     if name == "$subset" and not isinstance(arg, Mapping):
         return f"$subset needs a mapping, got {arg!r}"

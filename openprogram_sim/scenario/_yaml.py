@@ -1,0 +1,266 @@
+"""Reading a scenario file's YAML once, safely, with a line map.
+
+One parse: libyaml composes the node tree (``CSafeLoader``, the pure-Python loader where
+libyaml is missing), and the data is built from those nodes, so every line number comes
+from the same parse as the data. Scenario files are treated as hostile input:
+
+- **size**: a file over :data:`MAX_BYTES` is refused before parsing;
+- **encoding**: only UTF-8 text (a UTF-8 byte-order mark is allowed);
+- **aliases**: a document whose aliases expand to more than :data:`MAX_VALUES` values
+  (the "billion laughs" bomb), or that refers to itself, is refused without expanding it;
+- **nesting**: deeper than :data:`MAX_DEPTH` levels is refused (no ``RecursionError``);
+- **duplicate keys** are mistakes naming both lines (YAML loaders keep the last silently).
+
+The line map walks the node tree along a key path on demand: lines are keyed by node, and
+nothing is precomputed per path (shared aliases would make that exponential).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "LineMap",
+    "YamlDocument",
+    "YamlProblem",
+    "decode",
+    "read_yaml",
+]
+
+MAX_BYTES = 10 * 1024 * 1024
+"""The largest scenario file read (10 MiB; the library's files are a few KiB)."""
+
+MAX_VALUES = 100_000
+"""The most values a document may hold once its aliases are expanded."""
+
+MAX_DEPTH = 64
+"""The deepest nesting of mappings and lists (a scenario needs about ten)."""
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class YamlProblem(Exception):
+    """The text is not a document we will build (syntax, encoding, a limit)."""
+
+    def __init__(self, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+@dataclass(slots=True)
+class YamlDocument:
+    data: Any
+    lines: LineMap
+    duplicates: list[tuple[tuple[Any, ...], int, int]] = field(default_factory=list)
+    """``(key path, first line, repeated line)`` for every key given twice."""
+
+
+def decode(raw: bytes) -> str:
+    """``raw`` as UTF-8 text, or a :class:`YamlProblem` saying what the bytes are instead."""
+    if len(raw) > MAX_BYTES:
+        raise YamlProblem(
+            None,
+            f"the file is {len(raw):,} bytes; scenario files are limited to {MAX_BYTES:,} "
+            "bytes (split it, or keep large data out of the file)",
+        )
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise YamlProblem(
+            1, "the file is UTF-16 (it starts with a byte-order mark); save it as UTF-8"
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise YamlProblem(
+            line,
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "save the file as UTF-8",
+        ) from None
+
+
+def _compose(text: str) -> yaml.Node | None:
+    loader = _Loader(text)
+    try:
+        return loader.get_single_node()  # type: ignore[no-any-return]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise YamlProblem(line, f"not valid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem(None, f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise YamlProblem(None, f"nested too deeply (the limit is {MAX_DEPTH} levels)") from None
+    finally:
+        loader.dispose()
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            yield key
+            yield value
+    elif isinstance(node, yaml.SequenceNode):
+        yield from node.value
+
+
+def _flatten_merges(root: yaml.Node) -> None:
+    """Apply ``<<`` merge keys (as YAML's safe loader does) before measuring."""
+    seen: set[int] = set()
+    stack = [root]
+    flattener = yaml.SafeLoader("")
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode) and any(k.tag == _MERGE for k, _ in node.value):
+            try:
+                flattener.flatten_mapping(node)
+            except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark
+                raise YamlProblem(mark.line + 1 if mark else None, str(exc.problem)) from None
+        stack.extend(_children(node))
+
+
+def _measure(root: yaml.Node) -> None:
+    """Refuse documents that expand past :data:`MAX_VALUES` values, nest deeper than
+    :data:`MAX_DEPTH`, or contain themselves; linear in the number of distinct nodes."""
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            kids = list(_children(node))
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            height[key] = 1 + max((height[id(k)] for k in kids), default=0)
+            open_nodes.discard(key)
+            _check_limits(node, size[key], height[key])
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise YamlProblem(
+                node.start_mark.line + 1, "an alias refers to the mapping or list it is inside"
+            )
+        open_nodes.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in _children(node) if id(k) not in size)
+
+
+def _check_limits(node: yaml.Node, size: int, height: int) -> None:
+    line = node.start_mark.line + 1
+    if size > MAX_VALUES:
+        raise YamlProblem(
+            line,
+            f"its aliases expand to more than {MAX_VALUES:,} values; scenario files "
+            "do not need that many (an alias bomb?): write the values out, or use fewer aliases",
+        )
+    if height > MAX_DEPTH:
+        raise YamlProblem(
+            line, f"nested more than {MAX_DEPTH} levels deep; scenario files need far fewer"
+        )
+
+
+class _Builder:
+    """Python data from a measured node tree (aliases expanded: the data is a tree)."""
+
+    def __init__(self) -> None:
+        self.constructor = yaml.SafeLoader("")
+        self.duplicates: list[tuple[tuple[Any, ...], int, int]] = []
+
+    def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return node.value if node.tag == _STR else self.constructor.construct_object(node)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        out: dict[Any, Any] = {}
+        first_line: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = self.build(key_node, path)
+            if isinstance(key, (dict, list)):
+                raise YamlProblem(key_node.start_mark.line + 1, "a mapping or list cannot be a key")
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                self.duplicates.append(((*path, key), first_line[key], line))
+            first_line.setdefault(key, line)
+            out[key] = self.build(value_node, (*path, key))
+        return out
+
+
+def read_yaml(text: str) -> YamlDocument:
+    """Parse ``text`` once: the data, its line map and the keys given twice."""
+    root = _compose(text)
+    if root is None:
+        return YamlDocument(None, LineMap(None))
+    _flatten_merges(root)
+    _measure(root)
+    builder = _Builder()
+    data = builder.build(root, ())
+    return YamlDocument(data, LineMap(root), builder.duplicates)
+
+
+class LineMap:
+    """Line numbers of keys and values, found by walking the node tree along a key path."""
+
+    def __init__(self, root: yaml.Node | None) -> None:
+        self.root = root
+
+    def _walk(self, path: tuple[Any, ...]) -> list[tuple[int | None, int]]:
+        """``(key line, value line)`` of each prefix of ``path`` that exists."""
+        assert self.root is not None
+        node = self.root
+        found: list[tuple[int | None, int]] = [(None, node.start_mark.line + 1)]
+        for part in path:
+            nxt = _step(node, part)
+            if nxt is None:
+                break
+            key_node, node = nxt
+            key_line = key_node.start_mark.line + 1 if key_node is not None else None
+            found.append((key_line, node.start_mark.line + 1))
+        return found
+
+    def line(self, path: tuple[Any, ...], *, key: bool = True) -> int | None:
+        """The line of the key at ``path`` (or of its value, for list items and when
+        ``key=False``), else of the nearest enclosing node."""
+        if self.root is None:
+            return None
+        found = self._walk(path)
+        key_line, value_line = found[-1]
+        if len(found) == 1:
+            return value_line
+        if key:
+            return key_line or value_line
+        return value_line
+
+
+def _step(node: yaml.Node, part: Any) -> tuple[yaml.Node | None, yaml.Node] | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in reversed(node.value):  # the last of duplicates wins
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
+                return key_node, value_node
+        if isinstance(part, bool):
+            spelled = ("true", "True", "TRUE", "yes", "on") if part else ("false", "no", "off")
+            for key_node, value_node in reversed(node.value):
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value in spelled:
+                    return key_node, value_node
+        return None
+    if (
+        isinstance(node, yaml.SequenceNode)
+        and isinstance(part, int)
+        and 0 <= part < len(node.value)
+    ):
+        return None, node.value[part]
+    return None
