@@ -173,7 +173,7 @@ class _Checker:
                 f"round {f.rounds} has {len(f.calls)} tool call(s) but {len(f.results)} "
                 "result(s) (every call gets exactly one result)"
             )
-        if any(r["result"] == SKIPPED_TEXT and r["is_error"] for r in f.results):
+        if any(r.get("skipped") for r in f.results):
             f.expect_steering = True
         f.last_calls, f.last_stop = f.calls, f.stop
         f.turn_open = False
@@ -269,8 +269,10 @@ class _Checker:
             self.fail(i, f"tool_execution_end for {e['tool_call_id']} without its start")
         if start["tool_name"] != e["tool_name"]:
             self.fail(i, "tool_execution_end names another tool than its start")
-        skipped = e["result"] == SKIPPED_TEXT and e["is_error"]
-        previous = [r["result"] == SKIPPED_TEXT and r["is_error"] for r in f.results]
+        skipped = bool(e.get("skipped"))
+        if skipped and (not e["is_error"] or e["result"] != SKIPPED_TEXT):
+            self.fail(i, f"a skipped call's result is not the is_error {SKIPPED_TEXT!r}")
+        previous = [bool(r.get("skipped")) for r in f.results]
         if skipped and not previous:
             self.fail(i, "the first call of a round was skipped (skips follow a finished call)")
         if previous and previous[-1] and not skipped:
@@ -400,7 +402,7 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
     for i, e in enumerate(trace):
         if e["type"] == "turn_start" and e["depth"] == 0:
             skipping = False
-        if e["type"] != "tool_execution_end" or e["result"] != SKIPPED_TEXT or not e["is_error"]:
+        if e["type"] != "tool_execution_end" or not e.get("skipped"):
             continue
         if e["depth"] != 0:
             out.append(

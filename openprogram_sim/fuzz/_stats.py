@@ -6,7 +6,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram.agent.agent_loop import SKIPPED_TEXT
 from openprogram_sim.fuzz._invariants import steering_triggers
 from openprogram_sim.scenario import RunOutcome
 
@@ -95,11 +94,11 @@ class FuzzStats:
 
 
 def _result_kind(e: dict[str, Any]) -> str:
+    if e.get("skipped"):
+        return "skipped"
     if not e["is_error"]:
         return "ok"
     text = e["result"]
-    if text == SKIPPED_TEXT:
-        return "skipped"
     if text.startswith("Tool ") and " not found (available: " in text:
         return "unknown tool"
     if text.startswith("Validation failed for tool "):

@@ -20,7 +20,7 @@ __all__ = ["EVENT_FIELDS", "TraceRecorder", "event_to_dict", "to_trace"]
 
 _BASE = ("type", "depth", "round")
 _MESSAGE = (*_BASE, "role", "text", "tool_calls", "stop_reason", "error", "tool_call_id",
-            "tool_name", "is_error")  # fmt: skip
+            "tool_name", "is_error", "skipped")  # fmt: skip
 _TOOL = (*_BASE, "tool_call_id", "tool_name", "args")
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "agent_start": _BASE,
@@ -32,7 +32,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "message_end": _MESSAGE,
     "tool_execution_start": _TOOL,
     "tool_execution_update": (*_TOOL, "partial_result"),
-    "tool_execution_end": (*_TOOL, "result", "is_error"),
+    "tool_execution_end": (*_TOOL, "result", "is_error", "skipped"),
 }
 """Which trace fields each event type has (what an expectation may name)."""
 
@@ -48,6 +48,7 @@ def _message_fields(message: AnyMessage) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id
         out["tool_name"] = message.tool_name
         out["is_error"] = message.is_error
+        out["skipped"] = message.skipped
     return out
 
 
@@ -72,6 +73,7 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
             args=event.args,
             result=event.result.text,
             is_error=event.is_error,
+            skipped=event.skipped,
         )
     elif event.type == "turn_end":
         out["tool_calls"] = [c.name for c in event.message.tool_calls]

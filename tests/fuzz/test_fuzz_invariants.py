@@ -66,7 +66,7 @@ def _tool_after_error(t: Trace) -> None:
 def _skip(which: int) -> Callable[[Trace], None]:
     def mutate(t: Trace) -> None:
         ends = [e for e in t if e["type"] == "tool_execution_end"]
-        ends[which]["result"], ends[which]["is_error"] = "Skipped due to queued user message.", True
+        ends[which].update(result="Skipped due to queued user message.", is_error=True, skipped=True)
 
     return mutate
 

@@ -93,7 +93,7 @@ def test_a_bad_regex_is_reported_at_load_time() -> None:
     text = GOOD.replace("is_error: false}", 'is_error: false, result: {$regex: "3 (results"}}')
     assert errors_of(text) == [
         "case.yaml:15: (expect.events[0].tool_execution_end.result) bad regex '3 (results': "
-        "missing ), unterminated subpattern at position 2; escape special characters such as "
+        "missing ) at position 10; escape special characters such as "
         "( [ . with \\"
     ]
 
