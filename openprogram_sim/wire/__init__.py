@@ -8,7 +8,7 @@ The real adapters then parse it exactly as they parse the real service, so a loo
 through an adapter can be compared with the same run through the scripted model.
 
 :class:`ScriptedWire` serves a list of turns, in call order, to whichever adapter calls
-it, as an ``httpx.MockTransport`` handler::
+it, as an ``httpx2.MockTransport`` handler::
 
     wire = ScriptedWire([
         {"tool_calls": [{"search": {"q": "tides"}}]},

@@ -1,4 +1,4 @@
-"""ScriptedWire: scripted turns served to any httpx client through ``httpx.MockTransport``,
+"""ScriptedWire: scripted turns served to any httpx client through ``httpx2.MockTransport``,
 in the wire format of whichever API the request's path names."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import Turn
@@ -39,7 +39,7 @@ class WireRequest:
     raw: bytes = field(repr=False, default=b"")
 
 
-class _Chunks(httpx.SyncByteStream, httpx.AsyncByteStream):
+class _Chunks(httpx2.SyncByteStream, httpx2.AsyncByteStream):
     """A response body delivered chunk by chunk, to sync and async clients alike."""
 
     def __init__(self, chunks: list[bytes]) -> None:
@@ -53,9 +53,9 @@ class _Chunks(httpx.SyncByteStream, httpx.AsyncByteStream):
             yield chunk
 
 
-def to_httpx(response: WireResponse, request: httpx.Request | None = None) -> httpx.Response:
-    """``response`` as an ``httpx.Response`` whose body arrives in its chunks."""
-    return httpx.Response(
+def to_httpx(response: WireResponse, request: httpx2.Request | None = None) -> httpx2.Response:
+    """``response`` as an ``httpx2.Response`` whose body arrives in its chunks."""
+    return httpx2.Response(
         response.status,
         headers=response.headers,
         stream=_Chunks(list(response.chunks)),
@@ -66,8 +66,8 @@ def to_httpx(response: WireResponse, request: httpx.Request | None = None) -> ht
 class ScriptedWire:
     """Serves ``turns`` in call order to whichever adapter calls, in its own wire format.
 
-    Use :meth:`handler` (or the object itself) as an ``httpx.MockTransport`` handler, or
-    :meth:`client` for a ready ``httpx.AsyncClient``. The API and streaming mode come from
+    Use :meth:`handler` (or the object itself) as an ``httpx2.MockTransport`` handler, or
+    :meth:`client` for a ready ``httpx2.AsyncClient``. The API and streaming mode come from
     each request (:func:`route`), so one script can serve any adapter. A list item may be
     a ready :class:`WireResponse`, served as is (for hand-made faults).
 
@@ -99,8 +99,8 @@ class ScriptedWire:
 
     # -- transport glue ------------------------------------------------------------------
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        """The ``httpx.MockTransport`` handler."""
+    def handler(self, request: httpx2.Request) -> httpx2.Response:
+        """The ``httpx2.MockTransport`` handler."""
         response = self.respond(
             request.method, str(request.url), request.content, dict(request.headers)
         )
@@ -109,12 +109,12 @@ class ScriptedWire:
     __call__ = handler
 
     @property
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handler)
+    def transport(self) -> httpx2.MockTransport:
+        return httpx2.MockTransport(self.handler)
 
-    def client(self, **kwargs: Any) -> httpx.AsyncClient:
-        """An ``httpx.AsyncClient`` whose every request this wire answers."""
-        return httpx.AsyncClient(transport=self.transport, **kwargs)
+    def client(self, **kwargs: Any) -> httpx2.AsyncClient:
+        """An ``httpx2.AsyncClient`` whose every request this wire answers."""
+        return httpx2.AsyncClient(transport=self.transport, **kwargs)
 
     # -- the core (transport-independent) ------------------------------------------------
 

@@ -66,7 +66,8 @@ def _tool_after_error(t: Trace) -> None:
 def _skip(which: int) -> Callable[[Trace], None]:
     def mutate(t: Trace) -> None:
         ends = [e for e in t if e["type"] == "tool_execution_end"]
-        ends[which].update(result="Skipped due to queued user message.", is_error=True, skipped=True)
+        skip = {"result": "Skipped due to queued user message.", "is_error": True, "skipped": True}
+        ends[which].update(skip)
 
     return mutate
 

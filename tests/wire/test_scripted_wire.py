@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from wire_support import make_provider, one_call
 
@@ -142,7 +142,9 @@ def test_chunks_arrive_one_by_one_and_sync_clients_work() -> None:
     response = encode("openai-chat", {"text": "abcdefghij"}, chunk_size=2)
     assert len(response.chunks) > 5
     with (
-        httpx.Client(transport=ScriptedWire([{"text": "abcdefghij"}], chunk_size=2).transport) as c,
+        httpx2.Client(
+            transport=ScriptedWire([{"text": "abcdefghij"}], chunk_size=2).transport
+        ) as c,
         c.stream("POST", "https://api.openai.com/v1/chat/completions", json={"stream": True}) as r,
     ):
         received = list(r.iter_raw())

@@ -1,6 +1,6 @@
 """Every encoded response parses back into the turn it encodes, for all five APIs,
 streaming and not: through the adapter module's ``parse_response`` and through the real
-provider class streaming over ``httpx.MockTransport``."""
+provider class streaming over ``httpx2.MockTransport``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The key check of the wire simulator: a loop run through each real adapter, served by a
-:class:`ScriptedWire` over ``httpx.MockTransport``, produces the same trace as the same
+:class:`ScriptedWire` over ``httpx2.MockTransport``, produces the same trace as the same
 turns played by :class:`ScriptedModel`.
 
 Every scenario of the library (``scenarios/``) is run both ways, for all five APIs,

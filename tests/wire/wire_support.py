@@ -14,7 +14,7 @@ MODE_IDS = [f"{api}-{'stream' if stream else 'json'}" for api, stream in MODES]
 
 
 def make_provider(api: str, wire: ScriptedWire, *, stream: bool) -> Any:
-    """The real adapter for ``api``, talking to ``wire`` through an httpx MockTransport.
+    """The real adapter for ``api``, talking to ``wire`` through an httpx2 MockTransport.
     The caller closes ``provider.client``."""
     client = wire.client()
     if api == "openai-chat":
