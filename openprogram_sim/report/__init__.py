@@ -8,6 +8,9 @@ Build records with :func:`scenario_record`, :func:`invalid_record` or
     records = [scenario_record(verdict, id="scenarios/x.yaml", path="scenarios/x.yaml")]
     write_report("reports/report.html", records)
 
+Each run of a record carries its timeline, the tree of execs, rounds and items that
+:func:`build_timeline` makes from its trace; the page's script only draws it.
+
 Used by the pytest plugin (``--openprogram-report``) and by ``openprogram-sim run --report``.
 """
 
@@ -20,8 +23,10 @@ from openprogram_sim.report._records import (
     trace_properties,
 )
 from openprogram_sim.report._render import embed_json, render_report, write_report
+from openprogram_sim.report._timeline import build_timeline
 
 __all__ = [
+    "build_timeline",
     "embed_json",
     "format_verdict",
     "invalid_record",

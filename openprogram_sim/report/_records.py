@@ -6,10 +6,11 @@ Records are what the report renders and what pytest-xdist workers ship to the co
     id, kind ("scenario" | "invalid" | "python"), title, path, description, tags,
     status ("passed" | "failed" | "error" | "skipped"), duration (seconds),
     props (see :func:`trace_properties`), failure (the diff text), issues (load errors),
-    result, error, runs: [{label, trace, usage, steering, follow_ups}]
+    result, error, runs: [{label, trace, usage, steering, follow_ups, timeline}]
 
 A run's ``trace`` is the trace without ``message_start``/``message_update`` entries (the
-``message_end`` carries the same fields), which keeps large suites small.
+``message_end`` carries the same fields), which keeps large suites small; its ``timeline``
+is the tree the report draws (see :func:`~openprogram_sim.report.build_timeline`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from openprogram_sim.report._timeline import build_timeline
 
 if TYPE_CHECKING:
     from openprogram.types import Usage
@@ -34,7 +37,6 @@ __all__ = [
 ]
 
 _DROPPED = frozenset({"message_start", "message_update"})
-SKIPPED_TEXT = "Skipped due to queued user message."
 
 
 def plain(value: Any) -> Any:
@@ -89,14 +91,17 @@ def run_entry(
     steering: Sequence[str] = (),
     follow_ups: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One run of a record: its (compacted) trace and, per model call, its usage."""
-    return {
+    """One run of a record: its (compacted) trace, per model call its usage, the steering and
+    follow-up texts it was given, and the timeline built from them."""
+    run: dict[str, Any] = {
         "label": label,
         "trace": plain([e for e in trace if e.get("type") not in _DROPPED]),
         "usage": [_usage(u) for u in usage],
         "steering": list(steering),
         "follow_ups": list(follow_ups),
     }
+    run["timeline"] = build_timeline(run)
+    return run
 
 
 def format_verdict(verdict: Verdict) -> str:

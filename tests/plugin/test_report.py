@@ -61,7 +61,9 @@ def test_xdist_workers_results_merge_into_one_report(
 def test_data_cannot_break_out_of_the_page() -> None:
     nasty = "</script><script>alert(1)</script><!-- \u2028 <img src=x onerror=alert(2)>"
     record = bulk_record(0, title=nasty, failure=nasty, tags=["x"], description=nasty)
-    record["runs"][0]["trace"][2]["text"] = nasty
+    run = record["runs"][0]
+    run["trace"][2]["text"] = nasty
+    run["timeline"] = report_pkg.build_timeline(run)
     html = report_pkg.render_report([record])
     parsed = parse_report(html)
     # one inline program and one data element: nothing from the data opened or closed one
@@ -71,6 +73,7 @@ def test_data_cannot_break_out_of_the_page() -> None:
     (row,) = parsed.rows
     assert row["title"] == nasty and row["failure"] == nasty
     assert row["runs"][0]["trace"][2]["text"] == nasty
+    assert row["runs"][0]["timeline"]["rounds"][0]["items"][0]["text"] == nasty
 
 
 def test_the_page_is_self_contained() -> None:
