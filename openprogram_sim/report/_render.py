@@ -2,9 +2,10 @@
 
 The page is server-rendered down to one lean row per test (verdict, title, path, tags and,
 for a failure, its diff), so it reads and parses without JavaScript. Everything else (the
-properties, the result, each run's trace) is one JSON blob in a
-``<script type="application/json">`` element, parsed and turned into a timeline by the
-inline script only when a row is first opened, so a suite of thousands opens fast.
+properties, the result, each run's trace and timeline tree, built in Python by
+:func:`~openprogram_sim.report.build_timeline`) is one JSON blob in a
+``<script type="application/json">`` element, which the inline script parses and draws
+only when a row is first opened, so a suite of thousands opens fast.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _environment() -> jinja2.Environment:
 
 
 _DETAIL_KEYS = ("id", "kind", "description", "props", "result", "error", "runs")
-"""What the page's script needs to build a row's body when it is opened (one JSON blob for
+"""What the page's script needs to draw a row's body when it is opened (one JSON blob for
 the whole page: one element to parse, not one per row)."""
 
 

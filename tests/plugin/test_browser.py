@@ -144,6 +144,8 @@ def test_every_scenario_is_listed_and_timelines_expand(browser: Any, report_url:
     broken = _open(browser, "scenarios/steering/broken.yaml")
     text = broken.text
     assert "skipped: Skipped due to queued user message." in text
+    skipped = broken.find_elements(By.CSS_SELECTOR, ".ev.tool.skipped .call")
+    assert [row.text for row in skipped] == ['search(q="b")', 'search(q="c")']
     assert "steering" in text and "Stop, do X instead." in text
     assert "<- differs" in broken.find_element(By.CSS_SELECTOR, "pre.failure").text
 

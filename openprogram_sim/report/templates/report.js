@@ -1,10 +1,10 @@
-// openprogram report: filters over the server-rendered rows, and timelines built from
-// each row's embedded JSON only when the row is opened (so thousands of rows load fast).
+// openprogram report: filters over the server-rendered rows, and each row's timeline drawn
+// from its embedded JSON only when the row is opened (so thousands of rows load fast). The
+// timeline tree is built in Python (openprogram_sim/report/_timeline.py); this only draws it.
 // Everything from the data goes into the page through textContent, never as HTML.
 (function () {
   "use strict";
 
-  var SKIPPED = "Skipped due to queued user message.";
   var LONG = 240;
   var rows = Array.prototype.slice.call(document.querySelectorAll("details.test"));
   var haystacks = rows.map(function (row) {
@@ -53,113 +53,6 @@
     return name + "(" + (args === undefined ? "" : json(args)) + ")";
   }
 
-  // ------------------------------------------------------------------ trace -> tree
-
-  function newExec(depth) {
-    return { depth: depth, rounds: [], reason: null, ended: false, tools: {}, lastTool: null };
-  }
-
-  function roundOf(exec, n) {
-    var last = exec.rounds[exec.rounds.length - 1];
-    if (!last || last.n !== n) {
-      last = { n: n, items: [] };
-      exec.rounds.push(last);
-    }
-    return last;
-  }
-
-  // Nested execs are attached to the tool call whose body opened them.
-  function openNested(parent, depth) {
-    var child = newExec(depth);
-    var host = parent.lastTool;
-    if (host && !host.done) host.nested.push(child);
-    else roundOf(parent, parent.rounds.length ? parent.rounds[parent.rounds.length - 1].n : 0)
-      .items.push({ kind: "nested", exec: child });
-    return child;
-  }
-
-  function buildTree(run) {
-    var root = newExec(0);
-    var stack = [root];
-    var calls = 0;
-    var usage = run.usage || [];
-    var entered = { steering: run.steering || [], follow_ups: run.follow_ups || [] };
-    (run.trace || []).forEach(function (e) {
-      var depth = e.depth || 0;
-      while (stack.length > 1 && depth < stack[stack.length - 1].depth) stack.pop();
-      var exec = stack[stack.length - 1];
-      if (depth === exec.depth && exec.ended && e.type === "agent_start" && stack.length > 1) {
-        stack.pop();
-        exec = stack[stack.length - 1];
-      }
-      while (depth > exec.depth) {
-        exec = openNested(exec, exec.depth + 1);
-        stack.push(exec);
-      }
-      handle(exec, e);
-    });
-
-    function handle(exec, e) {
-      var round;
-      switch (e.type) {
-        case "turn_start":
-          roundOf(exec, e.round);
-          break;
-        case "message_end":
-          round = roundOf(exec, e.round);
-          if (e.role === "user") {
-            var first = exec.rounds.length === 1 && !round.items.some(function (it) {
-              return it.kind === "user";
-            });
-            var label = first ? "prompt" : kindOf(e.text, entered);
-            round.items.push({ kind: "user", label: label, text: e.text, entered: !first });
-          } else if (e.role === "assistant") {
-            round.items.push({
-              kind: "model", text: e.text, picks: e.tool_calls || [], stop: e.stop_reason,
-              error: e.error, usage: usage[calls] || null
-            });
-            calls += 1;
-          }
-          break;
-        case "tool_execution_start":
-          round = roundOf(exec, e.round);
-          var tool = { kind: "tool", name: e.tool_name, args: e.args, nested: [], done: false,
-            updates: 0 };
-          exec.tools[e.tool_call_id] = tool;
-          exec.lastTool = tool;
-          round.items.push(tool);
-          break;
-        case "tool_execution_update":
-          if (exec.tools[e.tool_call_id]) exec.tools[e.tool_call_id].updates += 1;
-          break;
-        case "tool_execution_end":
-          var t = exec.tools[e.tool_call_id];
-          if (!t) {
-            t = { kind: "tool", name: e.tool_name, args: e.args, nested: [], updates: 0 };
-            roundOf(exec, e.round).items.push(t);
-          }
-          t.done = true;
-          t.result = e.result;
-          t.isError = !!e.is_error;
-          t.skipped = t.isError && e.result === SKIPPED;
-          break;
-        case "agent_end":
-          exec.reason = e.reason;
-          exec.ended = true;
-          break;
-        default:
-          break;
-      }
-    }
-    return root;
-  }
-
-  function kindOf(text, entered) {
-    if (entered.steering.indexOf(text) >= 0) return "steering";
-    if (entered.follow_ups.indexOf(text) >= 0) return "follow-up";
-    return "user";
-  }
-
   // ------------------------------------------------------------------ tree -> DOM
 
   function usageText(u) {
@@ -172,7 +65,7 @@
     var span = el("span", "res");
     if (!item.done) add(span, el("span", "result err", "→ no result (the run ended first)"));
     else if (item.skipped) add(span, el("span", "result skip", "⤼ skipped: " + item.result));
-    else if (item.isError) add(span, el("span", "result err", "✗ error: "), collapsible("result err", item.result));
+    else if (item.is_error) add(span, el("span", "result err", "✗ error: "), collapsible("result err", item.result));
     else add(span, el("span", "result", "→ "), collapsible("result", item.result));
     if (item.updates) add(span, el("span", "usage", item.updates + " progress update(s)"));
     return span;
@@ -273,7 +166,7 @@
     var box = el("section", "run");
     var title = count > 1 ? "run " + (i + 1) + "/" + count : "timeline";
     add(box, el("h3", null, title + (run.label ? " · " + run.label : "")));
-    var timeline = add(el("div", "timeline"), renderExec(buildTree(run)));
+    var timeline = add(el("div", "timeline"), renderExec(run.timeline));
     add(box, timeline);
     var raw = el("details", "raw");
     add(raw, el("summary", null, "raw events (" + (run.trace || []).length + ")"));
@@ -370,5 +263,5 @@
   // A link to #t12 opens that row.
   var target = byId(location.hash.slice(1));
   if (target && target.tagName === "DETAILS") target.open = true;
-  window.openprogramReport = { rows: rows, render: renderBody, buildTree: buildTree };
+  window.openprogramReport = { rows: rows, render: renderBody };
 })();
