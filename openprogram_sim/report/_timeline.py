@@ -23,10 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-__all__ = ["SKIPPED_TEXT", "ExecNode", "build_timeline", "is_skipped"]
+__all__ = ["ExecNode", "build_timeline", "is_skipped"]
 
-SKIPPED_TEXT = "Skipped due to queued user message."
-"""The result of a call skipped for a steering message (``openprogram.agent.SKIPPED_TEXT``)."""
 
 Entry = Mapping[str, Any]
 
@@ -79,9 +77,9 @@ Item = UserItem | ModelItem | ToolItem | NestedItem
 
 
 def is_skipped(entry: Entry) -> bool:
-    """Whether a ``tool_execution_end`` entry is a call skipped for a steering message: its
-    ``skipped`` flag, or in a trace without the flag, an error whose result is the skip text."""
-    return bool(entry.get("skipped", entry.get("is_error") and entry.get("result") == SKIPPED_TEXT))
+    """Whether a ``tool_execution_end`` entry is a call the loop skipped (its ``skipped``
+    flag: the text is never compared)."""
+    return bool(entry.get("skipped"))
 
 
 def build_timeline(run: Mapping[str, Any]) -> ExecNode:
