@@ -49,7 +49,10 @@ class ScenarioResult:
             duration_s=round(outcome.duration, 6),
             result=outcome.result if _jsonable(outcome.result) else repr(outcome.result),
             error=outcome.error_text,
-            failures=[{"title": f.title, "detail": f.detail} for f in self.verdict.failures],
+            failures=[
+                {"title": f.title, "where": f.where, "detail": f.detail}
+                for f in self.verdict.failures
+            ],
             trace=outcome.trace,
         )
         return data
@@ -86,11 +89,12 @@ def run_paths(paths: Sequence[str | Path], *, keyword: str | None = None) -> lis
     """Load and run every scenario under ``paths`` (optionally only titles/paths containing
     ``keyword``)."""
     files = discover(list(paths))
+    base = Path.cwd().resolve()
     results: list[ScenarioResult] = []
     progress = _Progress(len(files), sys.stderr)
     for i, file in enumerate(files):
         try:
-            scenario = load_scenario(file)
+            scenario = load_scenario(file, shown_as=_relative(file, base))
         except ScenarioError as exc:
             results.append(ScenarioResult(file, load_error=exc))
             continue
@@ -138,7 +142,7 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
             print(f"  {result.verdict.outcome.scenario.scenario}", file=out)
             for failure in result.verdict.failures:
                 print(f"\n- {failure.title}", file=out)
-                for line in failure.detail.splitlines():
+                for line in failure.explained.splitlines():
                     print(f"  {line}", file=out)
     counts = {s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")}
     parts = [f"{counts['passed']} passed"]

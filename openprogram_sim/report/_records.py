@@ -109,7 +109,7 @@ def format_verdict(verdict: Verdict) -> str:
     parts = []
     for failure in verdict.failures:
         lines = [f"- {failure.title}"]
-        lines += [f"  {line}" for line in failure.detail.splitlines()]
+        lines += [f"  {line}" for line in failure.explained.splitlines()]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 

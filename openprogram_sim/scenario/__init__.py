@@ -26,6 +26,7 @@ from openprogram_sim.scenario._runner import (
     run_scenario,
 )
 from openprogram_sim.scenario._schema import (
+    AbortPoint,
     CassetteModel,
     EventExpect,
     ExecArgs,
@@ -44,6 +45,7 @@ from openprogram_sim.trace import EVENT_FIELDS
 
 __all__ = [
     "EVENT_FIELDS",
+    "AbortPoint",
     "CassetteModel",
     "EventExpect",
     "ExecArgs",
@@ -72,8 +74,9 @@ __all__ = [
 ]
 
 for _cls in (
-    CassetteModel, ExecArgs, Expect, Failure, FollowUp, ForcedChoice, ModelTurn, RaisesSpec,
-    RecordingProvider, RequestExpect, RunOutcome, Scenario, Steering, ToolDef, Verdict,
+    AbortPoint, CassetteModel, ExecArgs, Expect, Failure, FollowUp, ForcedChoice, ModelTurn,
+    RaisesSpec, RecordingProvider, RequestExpect, RunOutcome, Scenario, Steering, ToolDef,
+    Verdict,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

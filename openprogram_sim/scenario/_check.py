@@ -7,7 +7,7 @@ and a side-by-side of expected and actual fields).
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from openprogram_sim.trace import (
     matches,
     render_entry,
     render_mismatch,
+    show,
 )
 
 __all__ = ["Failure", "Verdict", "check_outcome"]
@@ -27,11 +28,21 @@ __all__ = ["Failure", "Verdict", "check_outcome"]
 
 @dataclass(slots=True)
 class Failure:
+    """One expectation that did not hold: what, where in the file, and the diff."""
+
     title: str
     detail: str = ""
+    where: str = ""
+    """``file:line`` of the expectation (or of the key the failure is about)."""
+
+    @property
+    def explained(self) -> str:
+        """The location line, then the detail (what the CLI and the report print)."""
+        at = f"at {self.where}" if self.where else ""
+        return "\n".join(part for part in (at, self.detail) if part)
 
     def __str__(self) -> str:
-        return f"{self.title}\n{self.detail}" if self.detail else self.title
+        return f"{self.title}\n{self.explained}" if self.explained else self.title
 
 
 @dataclass(slots=True)
@@ -58,6 +69,7 @@ def _exhausted(error: BaseException | None) -> ScriptExhaustedError | None:
 
 def _check_raises(outcome: RunOutcome, out: list[Failure]) -> None:
     expect = outcome.scenario.expect
+    where = outcome.scenario.where("expect", "raises")
     exhausted = _exhausted(outcome.error)
     if exhausted is not None:
         out.append(Failure("the model was called beyond its script", str(exhausted)))
@@ -72,7 +84,8 @@ def _check_raises(outcome: RunOutcome, out: list[Failure]) -> None:
         out.append(
             Failure(
                 "exec returned, and the scenario expects it to raise",
-                f"returned: {outcome.result!r}",
+                f"returned: {show(outcome.result)}",
+                where,
             )
         )
         return
@@ -80,18 +93,22 @@ def _check_raises(outcome: RunOutcome, out: list[Failure]) -> None:
     message = spec if isinstance(spec, str) else getattr(spec, "message", None)
     wanted_type = getattr(spec, "type", None)
     if wanted_type is not None:
+        wanted = [wanted_type] if isinstance(wanted_type, str) else list(wanted_type)
         names = [c.__name__ for c in type(outcome.error).__mro__]
-        if wanted_type not in names:
+        if not set(wanted) & set(names):
             out.append(
                 Failure(
-                    f"exec raised {names[0]}, expected {wanted_type}",
+                    f"exec raised {names[0]}, expected {' or '.join(wanted)}",
                     f"raised: {outcome.error_text}",
+                    where,
                 )
             )
     if message is not None and message not in str(outcome.error):
         out.append(
             Failure(
-                f"exec raised, but its message lacks {message!r}", f"raised: {outcome.error_text}"
+                f"exec raised, but its message lacks {show(message)}",
+                f"raised: {outcome.error_text}",
+                where,
             )
         )
 
@@ -104,9 +121,66 @@ def _check_result(outcome: RunOutcome, out: list[Failure]) -> None:
         out.append(
             Failure(
                 "exec returned something else",
-                f"  expected: {describe(expected)}\n  actual:   {outcome.result!r}",
+                f"  expected: {describe(expected)}\n  actual:   {show(outcome.result)}",
+                outcome.scenario.where("expect", "result"),
             )
         )
+
+
+def _check_time(outcome: RunOutcome, out: list[Failure]) -> None:
+    cut = outcome.timed_out
+    if cut is None:
+        return
+    scenario = outcome.scenario
+    first = max(0, cut - 10)
+    shown = "\n".join(f"  #{i:<3} {render_entry(outcome.trace[i])}" for i in range(first, cut))
+    after = len(outcome.trace) - cut
+    if after:
+        shown += f"\n  (then the abort: {after} more event(s), ending the run)"
+    out.append(
+        Failure(
+            f"the run did not finish within its timeout of {scenario.timeout:g} s (real time); "
+            "it was aborted",
+            "raise `timeout:`, or add an `abort:` point for a turn that hangs\n"
+            f"trace when the time ran out ({cut} events):\n{shown or '  (empty)'}",
+            scenario.where("timeout"),
+        )
+    )
+
+
+def _check_points(outcome: RunOutcome, out: list[Failure]) -> None:
+    scenario = outcome.scenario
+    for name in outcome.unfired:
+        if name == "abort":
+            assert scenario.abort is not None
+            kind, n = scenario.abort.point()
+            where, what = scenario.where("abort"), "abort"
+        else:
+            index = int(name[len("steering[") : -1])
+            entry = scenario.steering[index]
+            kind, n = ("after_tool", entry.after_tool or 0)
+            if entry.after_round is not None:
+                kind, n = "after_round", entry.after_round
+            where, what = scenario.where("steering", index), f"steering entry {index + 1}"
+        out.append(
+            Failure(
+                f"{what} ({kind}: {n}) never fired: the run did not reach that point",
+                f"the run had {_reached(outcome, kind)}",
+                where,
+            )
+        )
+
+
+def _reached(outcome: RunOutcome, kind: str) -> str:
+    trace = outcome.trace
+    if kind == "after_tool":
+        n = sum(1 for e in trace if e["type"] == "tool_execution_end")
+        return f"{n} tool call(s)"
+    if kind == "after_round":
+        n = sum(1 for e in trace if e["type"] == "turn_end" and e["depth"] == 0)
+        return f"{n} round(s) in the outer exec"
+    n = sum(1 for e in trace if e["type"] == "message_start" and e.get("role") == "assistant")
+    return f"{n} model repl{'y' if n == 1 else 'ies'}"
 
 
 def _check_calls(outcome: RunOutcome, out: list[Failure]) -> None:
@@ -114,7 +188,8 @@ def _check_calls(outcome: RunOutcome, out: list[Failure]) -> None:
     if expect.model_calls is not None and expect.model_calls != outcome.model_calls:
         out.append(
             Failure(
-                f"the model was called {outcome.model_calls} times, expected {expect.model_calls}"
+                f"the model was called {outcome.model_calls} times, expected {expect.model_calls}",
+                where=outcome.scenario.where("expect", "model_calls"),
             )
         )
     if outcome.unconsumed:
@@ -123,18 +198,52 @@ def _check_calls(outcome: RunOutcome, out: list[Failure]) -> None:
             Failure(
                 f"{outcome.unconsumed} of {total} scripted turns were never requested",
                 "remove them, or check why the loop ended early",
+                outcome.scenario.where("model", outcome.model_calls),
             )
         )
 
 
+def _request_index(outcome: RunOutcome, i: int, seen: dict[Any, int]) -> int | str:
+    """Which recorded request expectation ``i`` is about: ``call`` when given; else, when it
+    names ``depth`` and/or ``round``, the requests with those values (the n-th expectation
+    with the same selectors takes the n-th of them); else the i-th request. A string says
+    why none matches."""
+    want = outcome.scenario.expect.requests[i]
+    if want.call is not None:
+        return want.call - 1
+    if want.depth is None and want.round is None:
+        return i
+    key = (want.depth, want.round)
+    nth = seen[key] = seen.get(key, -1) + 1
+    hits = [
+        k
+        for k, r in enumerate(outcome.requests)
+        if (want.depth is None or r["depth"] == want.depth)
+        and (want.round is None or r["round"] == want.round)
+    ]
+    if nth < len(hits):
+        return hits[nth]
+    named = ", ".join(
+        f"{n} {v}" for n, v in zip(("depth", "round"), key, strict=True) if v is not None
+    )
+    return f"expected a request at {named}, but the model was called {len(hits)} time(s) there"
+
+
 def _check_requests(outcome: RunOutcome, out: list[Failure]) -> None:
-    for i, want in enumerate(outcome.scenario.expect.requests):
-        index = (want.call or i + 1) - 1
+    scenario = outcome.scenario
+    seen: dict[Any, int] = {}
+    for i, want in enumerate(scenario.expect.requests):
+        index = _request_index(outcome, i, seen)
+        where = scenario.where("expect", "requests", i)
+        if isinstance(index, str):
+            out.append(Failure(index, where=where))
+            continue
         if index >= len(outcome.requests):
             out.append(
                 Failure(
                     f"expected request {index + 1}, but the model was called "
-                    f"{len(outcome.requests)} times"
+                    f"{len(outcome.requests)} times",
+                    where=where,
                 )
             )
             continue
@@ -143,7 +252,7 @@ def _check_requests(outcome: RunOutcome, out: list[Failure]) -> None:
         bad = {k: v for k, v in fields.items() if not matches(v, actual.get(k))}
         if bad:
             rows = [
-                f"  {k}: expected {describe(v)}, actual {json.dumps(actual.get(k), default=str)}"
+                f"  {k}: expected {describe(v)}, actual {show(actual.get(k))}"
                 for k, v in bad.items()
             ]
             out.append(
@@ -151,6 +260,7 @@ def _check_requests(outcome: RunOutcome, out: list[Failure]) -> None:
                     f"request {index + 1} (depth {actual['depth']}, round "
                     f"{actual['round']}) differs",
                     "\n".join(rows),
+                    where,
                 )
             )
 
@@ -171,7 +281,8 @@ def _loosen_messages(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
-    expect = outcome.scenario.expect
+    scenario = outcome.scenario
+    expect = scenario.expect
     trace = outcome.trace
     if expect.events:
         mismatch = match_events(expect.events, trace, expect.events_mode)
@@ -180,9 +291,10 @@ def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
                 Failure(
                     f"events ({expect.events_mode}) did not match",
                     render_mismatch(mismatch, trace, total=len(expect.events)),
+                    scenario.where("expect", "events", mismatch.index),
                 )
             )
-    for unwanted in expect.not_events:
+    for k, unwanted in enumerate(expect.not_events):
         hits = [i for i, e in enumerate(trace) if event_matches(unwanted, e)]
         if hits:
             shown = "\n".join(f"  #{i:<3} {render_entry(trace[i])}" for i in hits[:5])
@@ -191,18 +303,35 @@ def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
                     f"an event that must not occur occurred {len(hits)} time(s): "
                     f"{describe(unwanted)}",
                     shown,
+                    scenario.where("expect", "not_events", k),
                 )
             )
     for event_type, count in expect.counts.items():
         actual = sum(1 for e in trace if e["type"] == event_type)
         if actual != count:
-            out.append(Failure(f"{event_type} occurred {actual} time(s), expected {count}"))
+            out.append(
+                Failure(
+                    f"{event_type} occurred {actual} time(s), expected {count}",
+                    where=scenario.where("expect", "counts", event_type),
+                )
+            )
 
 
 def check_outcome(outcome: RunOutcome) -> Verdict:
     """Check ``outcome`` against its scenario's ``expect:``."""
     failures: list[Failure] = []
-    for step in (_check_raises, _check_result, _check_calls, _check_requests, _check_events):
+    steps: tuple[Callable[[RunOutcome, list[Failure]], None], ...] = (
+        _check_time,
+        _check_raises,
+        _check_result,
+        _check_calls,
+        _check_points,
+        _check_requests,
+        _check_events,
+    )
+    if outcome.timed_out is not None:  # the rest would only restate the abort
+        steps = (_check_time,)
+    for step in steps:
         try:
             step(outcome, failures)
         except MatchTimeoutError as exc:  # a pattern that backtracks: the check fails, named

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 
 from openprogram_sim.errors import ScenarioError, ScenarioIssue
 from openprogram_sim.scenario._schema import (
-    CassetteModel,
     EventExpect,
     ExecArgs,
     Expect,
@@ -31,7 +30,7 @@ from openprogram_sim.scenario._schema import (
     ToolDef,
 )
 from openprogram_sim.scenario._yaml import MAX_BYTES, LineMap, YamlProblem, decode, read_yaml
-from openprogram_sim.trace import EVENT_FIELDS, check_matcher
+from openprogram_sim.trace import EVENT_FIELDS, check_field_value, check_matcher
 
 __all__ = ["discover", "load_scenario", "parse_scenario"]
 
@@ -106,14 +105,25 @@ def _issue_from_error(err: Any, data: Any, lines: LineMap, file: str) -> Scenari
     return ScenarioIssue(file, lines.line(path), _where(path), message)
 
 
-def _semantic_issues(scenario: Scenario, lines: LineMap, file: str) -> list[ScenarioIssue]:
-    """Checks beyond types: names that must exist, matchers that must compile."""
-    issues: list[ScenarioIssue] = []
-    defined = set(scenario.tools)
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
-    def check_names(names: list[str] | None, path: tuple[Any, ...], what: str) -> None:
-        for i, name in enumerate(names or []):
-            if name not in defined:
+
+def _dict(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _semantic_issues(data: dict[str, Any], lines: LineMap, file: str) -> list[ScenarioIssue]:
+    """Checks beyond types: names that must exist, events and their fields, matchers that
+    must compile. They read the raw data (each part only where it has the right shape), so
+    they run even when the schema found mistakes: a file's mistakes are reported at once."""
+    issues: list[ScenarioIssue] = []
+    tools = _dict(data.get("tools"))
+    defined = {str(name) for name in tools}
+
+    def check_names(names: Any, path: tuple[Any, ...], what: str) -> None:
+        for i, name in enumerate(_list(names)):
+            if isinstance(name, str) and name not in defined:
                 close = difflib.get_close_matches(name, sorted(defined), n=1)
                 hint = f"did you mean {close[0]!r}?" if close else "define it under `tools:`"
                 issues.append(
@@ -125,7 +135,8 @@ def _semantic_issues(scenario: Scenario, lines: LineMap, file: str) -> list[Scen
                     )
                 )
 
-    if isinstance(scenario.model, CassetteModel):
+    model = data.get("model")
+    if isinstance(model, dict) and "cassette" in model:
         issues.append(
             ScenarioIssue(
                 file,
@@ -135,27 +146,30 @@ def _semantic_issues(scenario: Scenario, lines: LineMap, file: str) -> list[Scen
                 "this version yet; script the model's turns as a list under `model:`",
             )
         )
-    check_names(scenario.exec.tools, ("exec", "tools"), "exec.tools")
-    for tool_name, tool in scenario.tools.items():
-        if tool.exec is not None:
-            check_names(tool.exec.tools, ("tools", tool_name, "exec", "tools"), "exec.tools")
-    for set_name, members in scenario.toolsets.items():
+    check_names(_dict(data.get("exec")).get("tools"), ("exec", "tools"), "exec.tools")
+    for tool_name, tool in tools.items():
+        nested = _dict(_dict(tool).get("exec"))
+        check_names(nested.get("tools"), ("tools", tool_name, "exec", "tools"), "exec.tools")
+    for set_name, members in _dict(data.get("toolsets")).items():
         check_names(members, ("toolsets", set_name), f"toolset {set_name!r}")
-    _check_events(scenario.expect.events, ("expect", "events"), lines, file, issues)
-    _check_events(scenario.expect.not_events, ("expect", "not_events"), lines, file, issues)
-    for event_type in scenario.expect.counts:
+    expect = _dict(data.get("expect"))
+    _check_events(_list(expect.get("events")), ("expect", "events"), lines, file, issues)
+    _check_events(_list(expect.get("not_events")), ("expect", "not_events"), lines, file, issues)
+    for event_type in _dict(expect.get("counts")):
         if event_type not in EVENT_FIELDS:
             issues.append(_unknown_event(event_type, ("expect", "counts", event_type), lines, file))
-    _check_value_matchers(scenario, lines, file, issues)
+    _check_value_matchers(expect, lines, file, issues)
     return issues
 
 
 def _check_value_matchers(
-    scenario: Scenario, lines: LineMap, file: str, issues: list[ScenarioIssue]
+    expect: dict[str, Any], lines: LineMap, file: str, issues: list[ScenarioIssue]
 ) -> None:
-    checks: list[tuple[tuple[Any, ...], Any]] = [(("expect", "result"), scenario.expect.result)]
-    for i, request in enumerate(scenario.expect.requests):
-        for name, value in request.model_dump(exclude_none=True).items():
+    checks: list[tuple[tuple[Any, ...], Any]] = []
+    if "result" in expect:
+        checks.append((("expect", "result"), expect["result"]))
+    for i, request in enumerate(_list(expect.get("requests"))):
+        for name, value in _dict(request).items():
             checks.append((("expect", "requests", i, name), value))
     for path, value in checks:
         problem = check_matcher(value)
@@ -180,6 +194,8 @@ def _check_events(
 ) -> None:
     for i, item in enumerate(events):
         path = (*base, i)
+        if not isinstance(item, dict):
+            continue  # the schema reports the wrong type
         if len(item) != 1:
             issues.append(
                 ScenarioIssue(
@@ -191,6 +207,8 @@ def _check_events(
             )
             continue
         ((event_type, fields),) = item.items()
+        if not isinstance(fields, dict) and fields is not None:
+            continue  # the schema reports the wrong type
         if event_type not in EVENT_FIELDS:
             issues.append(_unknown_event(event_type, (*path, event_type), lines, file))
             continue
@@ -208,7 +226,7 @@ def _check_events(
                         f"{event_type} has no field {name!r}; {hint}",
                     )
                 )
-            problem = check_matcher(value)
+            problem = check_matcher(value) or check_field_value(name, value)
             if problem:
                 issues.append(ScenarioIssue(file, lines.line(fpath), _where(fpath), problem))
 
@@ -241,14 +259,15 @@ def parse_scenario(text: str, path: str = "<string>") -> Scenario:
         )
         for where, first, again in document.duplicates
     ]
+    scenario: Scenario | None = None
     try:
         scenario = Scenario.model_validate({**data, "path": path})
     except ValidationError as exc:
         issues += [_issue_from_error(e, data, lines, path) for e in exc.errors()]
+    issues += _semantic_issues(data, lines, path)
+    if issues or scenario is None:
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0)) from None
-    issues += _semantic_issues(scenario, lines, path)
-    if issues:
-        raise ScenarioError(sorted(issues, key=lambda i: i.line or 0))
+    scenario._lines = lines
     return scenario
 
 
@@ -264,9 +283,7 @@ def load_scenario(path: str | Path, *, shown_as: str | None = None) -> Scenario:
         reason = exc.strerror or str(exc)
         if exc.errno == errno.ELOOP:
             reason = "a symbolic link loop (a link that points back to itself)"
-        raise ScenarioError(
-            [ScenarioIssue(shown, None, "", f"cannot read: {reason}")]
-        ) from None
+        raise ScenarioError([ScenarioIssue(shown, None, "", f"cannot read: {reason}")]) from None
     except YamlProblem as exc:
         raise ScenarioError([ScenarioIssue(shown, exc.line, "", exc.message)]) from None
     return parse_scenario(text, shown)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from openprogram import Runtime, ToolRegistry
+from openprogram import Runtime, ToolRegistry, ToolResult
 from openprogram.events import AgentEvent, ProviderEvent
 from openprogram.providers import Context, Provider, StreamOptions
 from openprogram.types import Usage
@@ -59,6 +59,12 @@ class RunOutcome:
     """Scripted turns never requested."""
     rounds: int = 0
     """Model calls of the outer exec."""
+    unfired: list[str] = field(default_factory=list)
+    """Steering entries (``steering[i]``) and the ``abort`` whose point the run never
+    reached."""
+    timed_out: int | None = None
+    """When the run did not end within the scenario's ``timeout``: how many trace entries
+    there were then (the run was aborted at that point)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -155,6 +161,13 @@ def _returns(spec: ToolDef) -> Callable[[], Any]:
     return next_value
 
 
+def _result(value: Any) -> Any:
+    """A ``{$error: text}`` return value is an error result the tool returns (not raises)."""
+    if isinstance(value, dict) and len(value) == 1 and "$error" in value:
+        return ToolResult.text(str(value["$error"]), is_error=True)
+    return value
+
+
 class _Build:
     """Turns a scenario into runtime objects (tools resolved by name, exec kwargs)."""
 
@@ -193,7 +206,17 @@ class _Build:
 
             return nested_exec
         next_value = _returns(spec)
-        return lambda **_: next_value()
+        if spec.updates:
+            updates = list(spec.updates)
+
+            def report_then_return(on_update: Any = None, **_: Any) -> Any:
+                for partial in updates:
+                    if on_update is not None:
+                        on_update(partial)
+                return _result(next_value())
+
+            return report_then_return
+        return lambda **_: _result(next_value())
 
     def exec_kwargs(self, args: ExecArgs) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -219,23 +242,46 @@ class _Build:
         return kwargs
 
 
-def _steering_listener(scenario: Scenario, runtime: Runtime) -> Callable[[AgentEvent], None]:
-    by_tool = {s.after_tool: s.text for s in scenario.steering if s.after_tool is not None}
-    by_round = {s.after_round: s.text for s in scenario.steering if s.after_round is not None}
-    counter = {"tools": 0}
+class _Injections:
+    """Queues the file's steering messages and its abort at their points, counting as the
+    events arrive; every entry at one point is delivered, in file order. What never fired
+    is left in :attr:`unfired` (the check fails the scenario on it)."""
 
-    def listener(event: AgentEvent) -> None:
-        if event.type == "tool_execution_end":
-            counter["tools"] += 1
-            text = by_tool.get(counter["tools"])
-            if text is not None:
-                runtime.steer(text)
-        elif event.type == "turn_end" and event.depth == 0:
-            text = by_round.get(event.round)
-            if text is not None:
-                runtime.steer(text)
+    def __init__(self, scenario: Scenario, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.tools = 0
+        self.replies = 0
+        self.unfired: set[str] = set()
+        self.by_point: dict[tuple[str, int], list[tuple[str, str | None]]] = {}
+        for i, entry in enumerate(scenario.steering):
+            point = ("after_tool", entry.after_tool) if entry.after_tool is not None else None
+            point = point or ("after_round", entry.after_round or 0)
+            self._add(point, f"steering[{i}]", entry.text)
+        if scenario.abort is not None:
+            self._add(scenario.abort.point(), "abort", None)
 
-    return listener
+    def _add(self, point: tuple[str, int], name: str, text: str | None) -> None:
+        self.by_point.setdefault(point, []).append((name, text))
+        self.unfired.add(name)
+
+    def _fire(self, point: tuple[str, int]) -> None:
+        for name, text in self.by_point.get(point, ()):
+            self.unfired.discard(name)
+            if text is None:
+                self.runtime.abort()
+            else:
+                self.runtime.steer(text)
+
+    def __call__(self, event: AgentEvent) -> None:
+        kind = event.type
+        if kind == "tool_execution_end":
+            self.tools += 1
+            self._fire(("after_tool", self.tools))
+        elif kind == "turn_end" and event.depth == 0:
+            self._fire(("after_round", event.round))
+        elif kind == "message_start" and event.message.role == "assistant":
+            self.replies += 1
+            self._fire(("during_turn", self.replies))
 
 
 class RecordingProvider:
@@ -278,11 +324,13 @@ def _build_runtime(scenario: Scenario, provider: Provider) -> tuple[Runtime, _Bu
     box["runtime"] = runtime
     recorder = TraceRecorder()
     runtime.subscribe(recorder)
-    if scenario.steering:
-        runtime.subscribe(_steering_listener(scenario, runtime))
+    injections = None
+    if scenario.steering or scenario.abort is not None:
+        injections = _Injections(scenario, runtime)
+        runtime.subscribe(injections)
     for follow in scenario.follow_ups:
         runtime.follow_up(follow.text)
-    return runtime, build, recorder
+    return runtime, build, recorder, injections
 
 
 async def arun_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:
@@ -296,13 +344,23 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
     if provider is None:
         provider = build_model(scenario)
     observed = provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
-    runtime, build, recorder = _build_runtime(scenario, observed)
+    runtime, build, recorder, injections = _build_runtime(scenario, observed)
     start = time.perf_counter()
+    run = asyncio.ensure_future(
+        runtime.aexec(scenario.exec.content, **build.exec_kwargs(scenario.exec))
+    )
+    timed_out: int | None = None
+    if not await _finished(run, scenario.timeout):
+        timed_out = len(recorder.trace)  # abort it (real time: the virtual clock never waits)
+        runtime.abort()
+        if not await _finished(run, _GRACE_SECONDS):
+            run.cancel()
+            await asyncio.wait({run})
     result: Any = None
     error: BaseException | None = None
     try:
-        result = await runtime.aexec(scenario.exec.content, **build.exec_kwargs(scenario.exec))
-    except Exception as exc:  # recorded: the scenario decides whether it was expected
+        result = run.result()
+    except (Exception, asyncio.CancelledError) as exc:  # the scenario decides if expected
         error = exc
     duration = time.perf_counter() - start
     requests = observed.requests
@@ -325,7 +383,18 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
         scripted_turns=scripted_turns,
         unconsumed=unconsumed,
         rounds=sum(1 for r in requests if r.depth == 0),
+        unfired=sorted(injections.unfired) if injections is not None else [],
+        timed_out=timed_out,
     )
+
+
+_GRACE_SECONDS = 1.0
+"""How long a run that hit its time limit gets to end after the abort."""
+
+
+async def _finished(run: asyncio.Future[Any], seconds: float) -> bool:
+    done, _ = await asyncio.wait({run}, timeout=seconds)
+    return bool(done)
 
 
 def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:

@@ -14,11 +14,16 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
+    WithJsonSchema,
     model_validator,
 )
 
+from openprogram_sim.trace import EVENT_FIELDS, field_schema
+
 __all__ = [
+    "AbortPoint",
     "CassetteModel",
     "EventExpect",
     "ExecArgs",
@@ -83,7 +88,13 @@ class ToolDef(_Model):
         description="JSON Schema of the arguments.",
     )
     returns: Any = Field(
-        None, description="The result: a value, or a list of values (one per call; last repeats)."
+        None,
+        description="The result: a value, or a list of values (one per call; last repeats). "
+        "{$error: text} is an error result the tool returns without raising.",
+    )
+    updates: list[Any] = Field(
+        default_factory=list,
+        description="Progress the tool reports before returning (tool_execution_update events).",
     )
     raises: str | None = Field(None, description="The tool raises with this message.")
     exec: ExecArgs | None = Field(None, description="The tool's body calls exec (nested loop).")
@@ -98,6 +109,8 @@ class ToolDef(_Model):
         given = [k for k in ("returns", "raises", "exec") if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"a tool has one behaviour; it gives {' and '.join(given)}: keep one")
+        if self.updates and (self.raises is not None or self.exec is not None):
+            raise ValueError("updates: only a tool that returns reports progress here")
         return self
 
 
@@ -185,6 +198,37 @@ class FollowUp(_Model):
     text: str
 
 
+class AbortPoint(_Model):
+    """``abort:``: where the run is aborted (as ``Runtime.abort()`` would, from outside)."""
+
+    after_tool: int | None = Field(
+        None, ge=1, description="Once this many tool calls of the run have finished."
+    )
+    after_round: int | None = Field(
+        None, ge=1, description="Once this round of the outer exec has ended."
+    )
+    during_turn: int | None = Field(
+        None,
+        ge=1,
+        description="While the N-th model reply (all depths, in call order) streams.",
+    )
+
+    @model_validator(mode="after")
+    def _one_point(self) -> AbortPoint:
+        given = [k for k in ("after_tool", "after_round", "during_turn") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of after_tool, after_round or during_turn")
+        return self
+
+    def point(self) -> tuple[str, int]:
+        """``(kind, n)``: the point's name and number."""
+        for kind in ("after_tool", "after_round", "during_turn"):
+            value = getattr(self, kind)
+            if value is not None:
+                return kind, int(value)
+        raise AssertionError("validated: one point is given")
+
+
 class RequestExpect(_Model):
     """What the model was sent on one call (fields given are compared)."""
 
@@ -204,13 +248,19 @@ class RequestExpect(_Model):
     messages: Any = Field(None, description="Every message sent, each as fields (as last_message).")
 
 
-EventExpect = dict[str, dict[str, Any]]
+EventExpect = Annotated[
+    dict[str, dict[str, Any]], WithJsonSchema({"x-placeholder": "ExpectedEvent"})
+]
+"""``{event_type: {field: matcher}}`` (the JSON Schema names every event and its fields)."""
 
 
 class RaisesSpec(_Model):
-    """``raises: {type: ModelError, message: quota}``: both optional."""
+    """``raises: {type: ModelError, message: quota}``: both optional; ``type`` may list
+    several accepted classes (``type: [ModelError, RunAbortedError]``)."""
 
-    type: str | None = Field(None, description="The error class name (or a base class name).")
+    type: str | list[str] | None = Field(
+        None, description="The error class name (or a base class name), or a list of them."
+    )
     message: str | None = Field(None, description="Text the error message contains.")
 
 
@@ -225,7 +275,16 @@ class Expect(_Model):
     events: list[EventExpect] = Field(default_factory=list)
     events_mode: Literal["ordered", "exact", "unordered"] = "ordered"
     not_events: list[EventExpect] = Field(default_factory=list)
-    counts: dict[str, int] = Field(default_factory=dict, description="Event type -> how many.")
+    counts: Annotated[
+        dict[str, int],
+        WithJsonSchema(
+            {
+                "type": "object",
+                "propertyNames": {"enum": list(EVENT_FIELDS)},
+                "additionalProperties": {"type": "integer", "minimum": 0},
+            }
+        ),
+    ] = Field(default_factory=dict, description="Event type -> how many.")
 
 
 class Scenario(_Model):
@@ -243,14 +302,102 @@ class Scenario(_Model):
     model: ModelField
     steering: list[Steering] = Field(default_factory=list)
     follow_ups: list[FollowUp] = Field(default_factory=list)
+    abort: AbortPoint | None = Field(None, description="Abort the run at this point.")
+    timeout: float = Field(
+        5.0,
+        gt=0,
+        le=3600,
+        description="Seconds of real time the run may take (the virtual clock is apart); "
+        "past it the run is aborted and the scenario fails with the trace so far.",
+    )
     expect: Expect = Field(default_factory=Expect)
     path: str = Field("", exclude=True, description="(set by the loader)")
+    _lines: Any = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        # Two scenarios are equal when their contents are: where each was loaded from (the
+        # private line map) does not count.
+        return type(other) is type(self) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def line(self, *path: Any) -> int | None:
+        """The line of the key at ``path`` in the file it was loaded from (None when built
+        in Python), e.g. ``scenario.line("steering", 1)``."""
+        return self._lines.line(tuple(path)) if self._lines is not None else None
+
+    def where(self, *path: Any) -> str:
+        """``file:line`` of ``path`` (the file alone when the line is unknown)."""
+        line = self.line(*path)
+        name = self.path or "<scenario>"
+        return f"{name}:{line}" if line is not None else name
+
+
+_MATCHER = {
+    "type": "object",
+    "description": "A matcher: {$regex: ...}, {$contains: ...}, {$subset: {...}}, {$in: [...]}"
+    " or {$any: true}.",
+    "minProperties": 1,
+    "maxProperties": 1,
+    "additionalProperties": False,
+    "properties": {
+        "$regex": {"type": "string"},
+        "$contains": {},
+        "$subset": {"type": "object"},
+        "$in": {"type": "array"},
+        "$any": {"const": True},
+    },
+}
+
+
+def _expected_event() -> dict[str, Any]:
+    events = {
+        name: {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {field: field_schema(field) for field in fields},
+        }
+        for name, fields in EVENT_FIELDS.items()
+    }
+    return {
+        "type": "object",
+        "description": "One expected event: {event_type: {field: value or matcher}}.",
+        "minProperties": 1,
+        "maxProperties": 1,
+        "additionalProperties": False,
+        "properties": events,
+    }
+
+
+def _fill_placeholders(node: Any) -> None:
+    """Point the placeholders pydantic emitted (it cannot reference a definition of ours)
+    at the definitions added above."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, dict) and set(value) == {"x-placeholder"}:
+                node[key] = {"$ref": f"#/$defs/{value['x-placeholder']}"}
+            else:
+                _fill_placeholders(value)
+    elif isinstance(node, list):
+        for item in node:
+            _fill_placeholders(item)
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema of scenario files."""
+    """The JSON Schema of scenario files, for editors: every key, every event name and its
+    fields with their types; ``model`` as a list of turns (cassettes are not built yet)."""
     schema = Scenario.model_json_schema()
     schema["properties"].pop("path", None)
+    defs = schema["$defs"]
+    defs.pop("CassetteModel", None)
+    schema["properties"]["model"] = {
+        "type": "array",
+        "items": {"$ref": "#/$defs/ModelTurn"},
+        "description": "One turn per model call, in call order across nesting levels.",
+    }
+    defs["Matcher"] = _MATCHER
+    defs["ExpectedEvent"] = _expected_event()
+    _fill_placeholders(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "openprogram scenario"
     return schema

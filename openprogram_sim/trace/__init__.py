@@ -26,24 +26,44 @@ from openprogram_sim.trace._match import (
     render_entry,
     render_mismatch,
 )
-from openprogram_sim.trace._matchers import OPERATORS, check_matcher, describe, matches
-from openprogram_sim.trace._normalize import EVENT_FIELDS, TraceRecorder, event_to_dict, to_trace
+from openprogram_sim.trace._matchers import (
+    OPERATORS,
+    REGEX_SECONDS,
+    check_matcher,
+    describe,
+    matches,
+    show,
+)
+from openprogram_sim.trace._normalize import (
+    EVENT_FIELDS,
+    FIELD_TYPES,
+    TraceRecorder,
+    check_field_value,
+    event_to_dict,
+    field_schema,
+    to_trace,
+)
 
 __all__ = [
     "EVENT_FIELDS",
+    "FIELD_TYPES",
     "OPERATORS",
+    "REGEX_SECONDS",
     "EventMismatch",
     "TraceRecorder",
     "assert_events",
     "assert_no_events",
+    "check_field_value",
     "check_matcher",
     "describe",
     "event_matches",
     "event_to_dict",
+    "field_schema",
     "match_events",
     "matches",
     "render_entry",
     "render_mismatch",
+    "show",
     "to_trace",
 ]
 

@@ -7,12 +7,11 @@ Sequences match ``ordered`` (gaps allowed), ``exact`` or ``unordered``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram_sim.trace._matchers import describe, matches
+from openprogram_sim.trace._matchers import describe, matches, show
 
 __all__ = ["EventMismatch", "event_matches", "match_events", "render_entry", "render_mismatch"]
 
@@ -125,18 +124,18 @@ def render_entry(entry: Mapping[str, Any]) -> str:
     t = entry["type"]
     head = f"{t:<22} d{entry.get('depth', 0)} r{entry.get('round', 0)}"
     if t.startswith("tool_execution"):
-        args = json.dumps(entry.get("args"), ensure_ascii=False, default=str)
+        args = show(entry.get("args"))
         text = f"{head} {entry.get('tool_name')}({_cut(args, 60)})"
         if t == "tool_execution_end":
             flag = "error" if entry.get("is_error") else "ok"
-            text += f" -> {flag}: {_cut(str(entry.get('result')), 60)!r}"
+            text += f" -> {flag}: {show(_cut(str(entry.get('result')), 60))}"
         return text
     if t.startswith("message"):
         text = f"{head} {entry.get('role')}"
         if entry.get("tool_calls"):
-            text += f" calls={entry['tool_calls']}"
+            text += f" calls={show(entry['tool_calls'])}"
         if entry.get("text"):
-            text += f" {_cut(entry['text'], 60)!r}"
+            text += f" {show(_cut(entry['text'], 60))}"
         if t == "message_end" and entry.get("role") == "assistant":
             text += f" [{entry.get('stop_reason')}]"
         return text
@@ -184,7 +183,7 @@ def _side_by_side(fields: Mapping[str, Any], actual: Mapping[str, Any]) -> list[
             (
                 name,
                 _cut(describe(want), 40),
-                _cut(json.dumps(have, default=str), 40),
+                _cut(show(have), 40),
                 "" if ok else "<- differs",
             )
         )

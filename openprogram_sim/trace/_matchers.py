@@ -26,7 +26,7 @@ import regex
 
 from openprogram_sim.errors import MatchTimeoutError
 
-__all__ = ["OPERATORS", "REGEX_SECONDS", "check_matcher", "describe", "matches"]
+__all__ = ["OPERATORS", "REGEX_SECONDS", "check_matcher", "describe", "matches", "show"]
 
 OPERATORS = ("$regex", "$contains", "$subset", "$in", "$any")
 
@@ -122,9 +122,15 @@ def _check_argument(name: str, arg: Any) -> str | None:
     return None
 
 
+def show(value: Any) -> str:
+    """A value as diffs print it: JSON, with real characters (``"39.2°F"``, not
+    ``"39.2\\u00b0F"``); expected and actual values are printed alike."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def describe(expected: Any) -> str:
-    """A short rendering of an expected value for diffs."""
+    """A short rendering of an expected value for diffs (an operator as ``regex "^a"``)."""
     op = _operator(expected)
     if op is not None:
-        return f"{op[0][1:]} {json.dumps(op[1], default=str)}"
-    return json.dumps(expected, default=str)
+        return f"{op[0][1:]} {show(op[1])}"
+    return show(expected)

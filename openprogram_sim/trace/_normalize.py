@@ -16,7 +16,15 @@ from typing import Any
 from openprogram.events import AgentEvent
 from openprogram.types import AnyMessage, AssistantMessage, ToolResultMessage
 
-__all__ = ["EVENT_FIELDS", "TraceRecorder", "event_to_dict", "to_trace"]
+__all__ = [
+    "EVENT_FIELDS",
+    "FIELD_TYPES",
+    "TraceRecorder",
+    "check_field_value",
+    "event_to_dict",
+    "field_schema",
+    "to_trace",
+]
 
 _BASE = ("type", "depth", "round")
 _MESSAGE = (*_BASE, "role", "text", "tool_calls", "stop_reason", "error", "tool_call_id",
@@ -35,6 +43,63 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "tool_execution_end": (*_TOOL, "result", "is_error", "skipped"),
 }
 """Which trace fields each event type has (what an expectation may name)."""
+
+_REASONS = ["stop", "error", "aborted", "cap"]
+_STOPS = ["stop", "length", "toolUse", "error", "aborted"]
+FIELD_TYPES: dict[str, Any] = {
+    "type": "string",
+    "depth": "integer",
+    "round": "integer",
+    "role": ["user", "assistant", "toolResult"],
+    "text": "string",
+    "tool_calls": "array",
+    "stop_reason": _STOPS,
+    "error": "string",
+    "tool_call_id": "string",
+    "tool_name": "string",
+    "is_error": "boolean",
+    "skipped": "boolean",
+    "result": "string",
+    "tool_results": "integer",
+    "reason": _REASONS,
+}
+"""Each trace field's JSON type (or its allowed values); ``args`` and ``partial_result``
+may be anything."""
+
+_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "boolean": (bool,),
+    "array": (list,),
+}
+
+
+def check_field_value(name: str, value: Any) -> str | None:
+    """None when ``value`` (not a matcher) can be the trace field ``name``, else what is
+    wrong: ``is_error: maybe`` is caught when the file loads, not by a run that never
+    matches."""
+    kind = FIELD_TYPES.get(name)
+    if kind is None or (isinstance(value, dict) and any(str(k).startswith("$") for k in value)):
+        return None
+    if isinstance(kind, list):
+        if value not in kind:
+            return f"{name} is one of {', '.join(kind)}; got {value!r}"
+        return None
+    ok = isinstance(value, _PYTHON_TYPES[kind])
+    if kind == "integer" and isinstance(value, bool):
+        ok = False
+    if not ok:
+        return f"{name} is a{'n' if kind[0] in 'aei' else ''} {kind}; got {value!r}"
+    return None
+
+
+def field_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of an expected value of trace field ``name`` (its type, or a matcher)."""
+    kind = FIELD_TYPES.get(name)
+    if kind is None:
+        return {}
+    plain = {"enum": kind} if isinstance(kind, list) else {"type": kind}
+    return {"anyOf": [plain, {"$ref": "#/$defs/Matcher"}]}
 
 
 def _message_fields(message: AnyMessage) -> dict[str, Any]:

@@ -172,8 +172,10 @@ def test_json_schema_covers_every_key() -> None:
     json.dumps(schema)
     assert set(schema["properties"]) == {
         "scenario", "description", "tags", "system_prompt", "tools", "toolsets", "exec",
-        "model", "steering", "follow_ups", "expect",
+        "model", "steering", "follow_ups", "abort", "timeout", "expect",
     }  # fmt: skip
+    assert "CassetteModel" not in schema["$defs"]  # not built yet: editors do not offer it
+    assert schema["properties"]["model"]["type"] == "array"
     assert schema["required"] == ["scenario", "exec", "model"]
     defs = schema["$defs"]
     assert {"returns", "raises", "exec", "defer"} <= set(defs["ToolDef"]["properties"])
@@ -181,6 +183,64 @@ def test_json_schema_covers_every_key() -> None:
         defs["Expect"]["properties"]
     )
     assert defs["ExecArgs"]["additionalProperties"] is False
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_published_schema_file_is_the_current_schema() -> None:
+    published = json.loads((ROOT / "schema" / "scenario.schema.json").read_text())
+    assert published == json.loads(json.dumps(json_schema())), (
+        "regenerate it: openprogram-sim schema -o schema/scenario.schema.json"
+    )
+
+
+def test_the_schema_names_every_event_and_types_its_fields() -> None:
+    import jsonschema
+    import yaml
+
+    validator = jsonschema.Draft202012Validator(json_schema())
+    library = sorted((ROOT / "scenarios").rglob("*.yaml"))
+    assert len(library) >= 60
+    for path in library:
+        assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path
+        assert path.read_text().startswith("# yaml-language-server: $schema="), path
+
+    def problems(event: dict[str, object]) -> list[str]:
+        doc = yaml.safe_load(GOOD)
+        doc["expect"]["events"] = [event]
+        return [e.message for e in validator.iter_errors(doc)]
+
+    assert problems({"tool_execution_end": {"is_error": {"$regex": "t"}}}) == []
+    assert problems({"tool_execution_end": {"is_error": "maybe"}}) != []
+    assert problems({"tool_execution_end": {"tool_nmae": "x"}}) != []
+    assert problems({"tool_execution_ends": {}}) != []
+    assert problems({"agent_end": {"reason": "done"}}) != []
+
+
+def test_field_values_of_the_wrong_type_are_caught_at_load() -> None:
+    text = GOOD.replace("{tool_name: search, is_error: false}", "{tool_name: 3, is_error: maybe}")
+    assert errors_of(text) == [
+        "case.yaml:15: (expect.events[0].tool_execution_end.tool_name) tool_name is a string; "
+        "got 3",
+        "case.yaml:15: (expect.events[0].tool_execution_end.is_error) is_error is a boolean; "
+        "got 'maybe'",
+    ]
+
+
+def test_every_mistake_of_a_file_is_reported_at_once() -> None:
+    text = (
+        GOOD.replace("tools: [search]", "tools: [serch]")
+        .replace("content: \"Find it.\"", "content: [not, text]")
+        .replace("tool_execution_end:", "tool_execution_ends:")
+    )
+    assert errors_of(text) == [
+        'case.yaml:7: (exec.content) Input should be a valid string (got ["not", "text"])',
+        "case.yaml:8: (exec.tools[0]) exec.tools names tool 'serch', which is not defined; "
+        "did you mean 'search'?",
+        "case.yaml:15: (expect.events[0].tool_execution_ends) unknown event "
+        "'tool_execution_ends'; did you mean 'tool_execution_end'?",
+    ]
 
 
 def test_cassette_models_are_refused_clearly_until_replay_exists() -> None:

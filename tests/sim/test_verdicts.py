@@ -151,7 +151,7 @@ expect:
         '{"tool_execution_end": {"tool_name": "broken"}}',
         "tool_execution_end occurred 3 time(s), expected 2",
     ]
-    assert v.failures[0].detail == "  expected: regex \"^Nothing\"\n  actual:   'Found 2.'"
+    assert v.failures[0].detail == '  expected: regex "^Nothing"\n  actual:   "Found 2."'
     assert v.failures[2].detail == '  tools: expected ["search"], actual ["search", "broken"]'
 
 
@@ -160,7 +160,7 @@ def test_raises_expectations_and_unconsumed_turns() -> None:
     ok = check_outcome(run_scenario(parse_scenario(erroring + "expect: {raises: quota}\n")))
     assert ok.passed, ok.report()
     wrong = check_outcome(run_scenario(parse_scenario(erroring + "expect: {raises: timeout}\n")))
-    assert [f.title for f in wrong.failures] == ["exec raised, but its message lacks 'timeout'"]
+    assert [f.title for f in wrong.failures] == ['exec raised, but its message lacks "timeout"']
     unexpected = check_outcome(run_scenario(parse_scenario(erroring + "expect: {}\n")))
     assert unexpected.failures[0].detail == "ModelError: quota"
     extra = BASE + '  - text: "never used"\nexpect: {raises: true}\n'
