@@ -64,10 +64,18 @@ from openprogram_sim.wire._encode import APIS, as_carried, encode
 from openprogram_sim.wire._errors import ERROR_CATALOG, error_response
 from openprogram_sim.wire._plan import WireResponse
 from openprogram_sim.wire._routing import route
-from openprogram_sim.wire._scripted import ScriptedWire, WireRequest, to_httpx
+from openprogram_sim.wire._scripted import (
+    CREDENTIAL_HEADERS,
+    ScriptedWire,
+    WireRequest,
+    mask_headers,
+    mask_url,
+    to_httpx,
+)
 
 __all__ = [
     "APIS",
+    "CREDENTIAL_HEADERS",
     "ERROR_CATALOG",
     "ScriptedWire",
     "WireEncodeError",
@@ -76,6 +84,8 @@ __all__ = [
     "as_carried",
     "encode",
     "error_response",
+    "mask_headers",
+    "mask_url",
     "route",
     "to_httpx",
 ]

@@ -4,6 +4,7 @@ in the wire format of whichever API the request's path names."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,12 +20,21 @@ from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._plan import WireResponse
 from openprogram_sim.wire._routing import model_of, route
 
-__all__ = ["ScriptedWire", "WireRequest", "to_httpx"]
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "ScriptedWire",
+    "WireRequest",
+    "mask_headers",
+    "mask_url",
+    "to_httpx",
+]
 
 
 @dataclass(slots=True)
 class WireRequest:
-    """One request the wire received."""
+    """One request the wire received. Credentials are masked when it is recorded: the
+    values of credential headers (:data:`CREDENTIAL_HEADERS`) and of a ``key=`` query
+    parameter read ``<redacted>``, so a key never reaches a repr, a log or a report."""
 
     index: int
     """Call number, from 1."""
@@ -37,6 +47,42 @@ class WireRequest:
     body: Any
     """The parsed JSON body (``None`` when it was not JSON)."""
     raw: bytes = field(repr=False, default=b"")
+
+
+CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "cookie",
+        "x-amz-security-token",
+    }
+)
+"""Headers whose values are credentials (compared lower-case)."""
+
+_REDACTED = "<redacted>"
+_KEY_PARAM = re.compile(r"([?&](?:key|api_key|access_token)=)[^&#]*", re.IGNORECASE)
+
+
+def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` with every credential value replaced (an auth scheme such as ``Bearer``
+    is kept, so a test can still see which scheme was used)."""
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        if name.lower() in CREDENTIAL_HEADERS:
+            scheme, sep, _ = value.partition(" ")
+            keep = sep and name.lower().endswith("authorization") and scheme.isascii()
+            out[name] = f"{scheme} {_REDACTED}" if keep else _REDACTED
+        else:
+            out[name] = value
+    return out
+
+
+def mask_url(url: str) -> str:
+    """``url`` with a key in its query string (Gemini's ``?key=``) replaced."""
+    return _KEY_PARAM.sub(lambda m: m.group(1) + _REDACTED, url)
 
 
 class _Chunks(httpx2.SyncByteStream, httpx2.AsyncByteStream):
@@ -132,7 +178,16 @@ class ScriptedWire:
         with self._lock:
             index = len(self.requests) + 1
             self.requests.append(
-                WireRequest(index, api, stream, method, url, dict(headers or {}), body, content)
+                WireRequest(
+                    index,
+                    api,
+                    stream,
+                    method,
+                    mask_url(url),
+                    mask_headers(headers or {}),
+                    body,
+                    content,
+                )
             )
             if api is None:
                 return self._fail(

@@ -85,7 +85,7 @@ def test_requests_are_recorded_with_their_bodies() -> None:
     (request,) = wire.requests
     assert request.index == 1 and request.api == "anthropic" and request.stream is True
     assert request.method == "POST" and request.url == "https://api.anthropic.com/v1/messages"
-    assert request.headers["x-api-key"] == "test"
+    assert request.headers["x-api-key"] == "<redacted>"  # credentials are masked
     assert request.body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "hi"}]}
     ]
@@ -324,3 +324,46 @@ def test_error_mode_http_while_streaming() -> None:
 def test_wire_response_body_joins_chunks() -> None:
     response = WireResponse(200, {"content-type": "x"}, [b"a", b"b"])
     assert response.body == b"ab" and response.content_type == "x"
+
+
+SECRET = "sk-live-0123456789abcdefABCDEF0123456789"
+
+ENV_KEYS = {
+    "openai-chat": ("OPENAI_API_KEY", "authorization", "Bearer <redacted>"),
+    "openai-responses": ("OPENAI_API_KEY", "authorization", "Bearer <redacted>"),
+    "anthropic": ("ANTHROPIC_API_KEY", "x-api-key", "<redacted>"),
+    "gemini": ("GEMINI_API_KEY", "x-goog-api-key", "<redacted>"),
+    "bedrock": ("AWS_BEARER_TOKEN_BEDROCK", "authorization", "Bearer <redacted>"),
+}
+
+
+@pytest.mark.parametrize("api", list(ENV_KEYS))
+def test_a_key_from_the_environment_is_masked_in_what_the_wire_records(
+    api: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openprogram.providers import get_provider
+
+    variable, header, shown = ENV_KEYS[api]
+    monkeypatch.setenv(variable, SECRET)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    wire = ScriptedWire(["Hello."])
+    model = {"openai-chat": "openai:gpt-4o-mini", "openai-responses": "openai-responses:gpt-4.1",
+             "anthropic": "anthropic:claude-sonnet-4-5", "gemini": "gemini:gemini-2.5-flash",
+             "bedrock": "bedrock:us.amazon.nova-micro-v1:0"}[api]  # fmt: skip
+    provider = get_provider(model, client=wire.client())  # no api_key=: the environment's
+    assert asyncio.run(one_call(provider)).text == "Hello."
+    (request,) = wire.requests
+    assert request.headers[header] == shown
+    for text in (repr(wire.requests), str(request.headers), request.url):
+        assert SECRET not in text and SECRET[3:20] not in text
+
+
+def test_a_key_in_the_query_string_is_masked() -> None:
+    wire = ScriptedWire(["Hello."])
+    url = f"https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key={SECRET}&alt=x"
+    with httpx2.Client(transport=wire.transport) as client:
+        client.post(url, json={"contents": []}, headers={"Cookie": f"session={SECRET}"})
+    (request,) = wire.requests
+    assert request.url.endswith("?key=<redacted>&alt=x")
+    assert request.headers["cookie"] == "<redacted>"
+    assert SECRET not in repr(request)
