@@ -85,9 +85,15 @@ class _Progress:
             self.stream.flush()
 
 
-def run_paths(paths: Sequence[str | Path], *, keyword: str | None = None) -> list[ScenarioResult]:
-    """Load and run every scenario under ``paths`` (optionally only titles/paths containing
-    ``keyword``)."""
+def run_paths(
+    paths: Sequence[str | Path],
+    *,
+    keyword: str | None = None,
+    tags: Sequence[str] = (),
+) -> list[ScenarioResult]:
+    """Load and run every scenario under ``paths``; ``keyword`` keeps those whose title or
+    path contains it, ``tags`` those with any of the tags given (``"not TAG"`` drops those
+    with TAG). Files that do not load are always reported."""
     files = discover(list(paths))
     base = Path.cwd().resolve()
     results: list[ScenarioResult] = []
@@ -100,14 +106,25 @@ def run_paths(paths: Sequence[str | Path], *, keyword: str | None = None) -> lis
             continue
         if keyword and keyword not in scenario.scenario and keyword not in str(file):
             continue
+        if not _tagged(scenario.tags, tags):
+            continue
         results.append(ScenarioResult(file, verdict=check_outcome(run_scenario(scenario))))
         progress.update(i + 1)
     progress.close()
     return results
 
 
-def _line(result: ScenarioResult, base: Path) -> str:
-    path = _relative(result.path, base)
+def _tagged(have: Sequence[str], wanted: Sequence[str]) -> bool:
+    """Whether a scenario with tags ``have`` passes the ``-m`` filters ``wanted``."""
+    drop = {w[4:].strip() for w in wanted if w.startswith("not ")}
+    keep = {w for w in wanted if not w.startswith("not ")}
+    if drop & set(have):
+        return False
+    return not keep or bool(keep & set(have))
+
+
+def _line(result: ScenarioResult, base: Path, width: int = 0) -> str:
+    path = _relative(result.path, base).ljust(width)
     if result.load_error is not None:
         return f"ERROR {path}  (could not load: {len(result.load_error.issues)} problem(s))"
     assert result.verdict is not None
@@ -129,8 +146,9 @@ def _relative(path: Path, base: Path) -> str:
 
 def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> None:
     base = Path.cwd().resolve()
+    width = max((len(_relative(r.path, base)) for r in results), default=0)
     for result in results:
-        print(_line(result, base), file=out)
+        print(_line(result, base, width).rstrip(), file=out)
     for result in results:
         if result.status == "passed":
             continue
@@ -153,7 +171,7 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
 def command(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
-        results = run_paths(args.paths or ["scenarios"], keyword=args.keyword)
+        results = run_paths(args.paths or ["scenarios"], keyword=args.keyword, tags=args.tags)
     except ScenarioError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
@@ -198,5 +216,14 @@ def add_parser(sub: Any) -> None:
     run.add_argument("paths", nargs="*", help="files or folders (default: scenarios/)")
     run.add_argument("--json", action="store_true", help="print machine-readable results")
     run.add_argument("-k", "--keyword", help="only scenarios whose title or path contains this")
+    run.add_argument(
+        "-m",
+        "--tag",
+        dest="tags",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="only scenarios tagged TAG (repeat for any of several; 'not TAG' drops them)",
+    )
     run.add_argument("--report", metavar="PATH", help="also write a self-contained HTML report")
     run.set_defaults(func=command)

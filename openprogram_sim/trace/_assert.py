@@ -17,12 +17,24 @@ from openprogram_sim.trace._normalize import EVENT_FIELDS
 __all__ = ["assert_events", "assert_no_events"]
 
 
+def _entries(trace: Any) -> list[dict[str, Any]]:
+    """A trace's entries, from a list of them or from anything with a ``.trace`` (a
+    :class:`TraceRecorder`, the ``openprogram_trace`` fixture, a scenario's outcome)."""
+    entries = getattr(trace, "trace", trace)
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        raise TypeError(
+            f"expected a trace (a list of event dicts) or a recorder with .trace, got "
+            f"{type(trace).__name__}"
+        )
+    return [dict(e) for e in entries]
+
+
 def assert_events(
-    trace: Sequence[Mapping[str, Any]],
+    trace: Sequence[Mapping[str, Any]] | Any,
     expected: Sequence[Mapping[str, Any]],
     mode: str = "ordered",
 ) -> None:
-    """Assert that ``trace`` holds ``expected`` (``{event_type: {field: matcher}}`` items,
+    """Assert that ``trace`` (entries, or a recorder) holds ``expected`` (``{event_type: {field: matcher}}`` items,
     the matchers of scenario files) ``ordered`` (gaps allowed), ``exact`` or ``unordered``;
     raises ``AssertionError`` with the same diff text a scenario failure shows::
 
@@ -35,7 +47,7 @@ def assert_events(
     if mode not in ("ordered", "exact", "unordered"):
         raise ValueError(f"mode must be 'ordered', 'exact' or 'unordered', got {mode!r}")
     _check_expected(expected)
-    events = [dict(e) for e in trace]
+    events = _entries(trace)
     wanted = [dict(e) for e in expected]
     mismatch = match_events(wanted, events, mode)
     if mismatch is not None:
@@ -45,12 +57,12 @@ def assert_events(
 
 
 def assert_no_events(
-    trace: Sequence[Mapping[str, Any]], unwanted: Sequence[Mapping[str, Any]]
+    trace: Sequence[Mapping[str, Any]] | Any, unwanted: Sequence[Mapping[str, Any]]
 ) -> None:
     """Assert that no event of ``trace`` matches any of ``unwanted`` (like ``not_events``)."""
     __tracebackhide__ = True
     _check_expected(unwanted)
-    events = [dict(e) for e in trace]
+    events = _entries(trace)
     for item in unwanted:
         hits = [i for i, e in enumerate(events) if event_matches(item, e)]
         if hits:

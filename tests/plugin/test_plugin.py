@@ -179,7 +179,7 @@ def test_python_tests_using_the_fixtures_appear_in_the_report(
         test_inner_traced_agent='''
         import pytest
         from openprogram import Runtime, ToolRegistry
-        from openprogram_sim.pytest_plugin import assert_events
+        from openprogram_sim import assert_events
 
         ADD = {
             "spec": {"name": "add", "description": "Add.", "parameters": {
@@ -197,7 +197,7 @@ def test_python_tests_using_the_fixtures_appear_in_the_report(
             model = openprogram_model([{"tool_calls": [{"add": {"a": 1}}], "usage": {"input": 5}},
                                        "two"])
             assert run(model, openprogram_trace) == "two"
-            assert_events(openprogram_trace.trace, [
+            assert_events(openprogram_trace, [  # the fixture itself, not only its .trace
                 {"tool_execution_end": {"tool_name": "add", "result": "2"}},
                 {"agent_end": {"reason": "stop"}},
             ])

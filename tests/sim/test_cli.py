@@ -61,7 +61,7 @@ def test_an_invalid_file_exits_two_and_names_the_line(tmp_path: Path) -> None:
     (tmp_path / "good.yaml").write_text(PASSING)
     result = run("run", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 2
-    assert "ERROR bad.yaml  (could not load: 1 problem(s))" in result.stdout
+    assert "ERROR bad.yaml   (could not load: 1 problem(s))" in result.stdout  # padded
     assert (
         "  bad.yaml:5: (exec.tools[0]) exec.tools names tool 'serch', which is "
         "not defined; did you mean 'search'?" in result.stdout  # relative to where it ran
@@ -104,3 +104,23 @@ def test_schema_command_prints_json_schema(tmp_path: Path) -> None:
 def test_usage_errors_exit_two(args: list[str]) -> None:
     result = run(*args)
     assert result.returncode == 2 and "usage: openprogram-sim" in result.stderr
+
+
+def test_tags_filter_and_columns_line_up(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(PASSING)
+    (tmp_path / "a_much_longer_name.yaml").write_text(
+        PASSING.replace("tags: [basics]", "tags: [slow]").replace("one search", "slow one")
+    )
+    (tmp_path / "c.yaml").write_text(
+        PASSING.replace("tags: [basics]", "tags: [basics, slow]").replace("one search", "both")
+    )
+    every = run("run", ".", cwd=tmp_path).stdout.splitlines()[:3]
+    assert len({line.index(" ms  ") for line in every}) == 1, every  # one column for times
+    assert len({line.index("2 rounds") for line in every}) == 1, every
+    only = run("run", ".", "-m", "basics", cwd=tmp_path)
+    assert [line.split()[1] for line in only.stdout.splitlines()[:2]] == ["a.yaml", "c.yaml"]
+    assert only.stdout.splitlines()[-1].startswith("2 scenarios: 2 passed")
+    dropped = run("run", ".", "-m", "not slow", cwd=tmp_path)
+    assert dropped.stdout.splitlines()[-1].startswith("1 scenarios: 1 passed")
+    both = run("run", ".", "-m", "basics", "-m", "slow", cwd=tmp_path)
+    assert both.stdout.splitlines()[-1].startswith("3 scenarios: 3 passed")
