@@ -53,3 +53,17 @@ def test_the_tools_example_prints_what_the_text_says() -> None:
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {"__name__": "readme_tools"})
     assert out.getvalue() == "Done: owls hoot.\nham\n"
+
+
+def test_docs_link_nothing_outside_the_repository() -> None:
+    """A user's clone has only this repository: no link may reach out of it."""
+    import re
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text()
+        assert "../shared" not in text, page
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+            if "://" in target:
+                continue
+            assert (page.parent / target).resolve().exists(), f"{page.name}: {target}"
