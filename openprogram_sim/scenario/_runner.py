@@ -251,6 +251,7 @@ class _Injections:
         self.runtime = runtime
         self.tools = 0
         self.replies = 0
+        self.streaming = False
         self.unfired: set[str] = set()
         self.by_point: dict[tuple[str, int], list[tuple[str, str | None]]] = {}
         for i, entry in enumerate(scenario.steering):
@@ -281,6 +282,9 @@ class _Injections:
             self._fire(("after_round", event.round))
         elif kind == "message_start" and event.message.role == "assistant":
             self.replies += 1
+            self.streaming = True
+        elif kind == "message_update" and self.streaming:
+            self.streaming = False  # after the reply's first streamed piece
             self._fire(("during_turn", self.replies))
 
 

@@ -210,7 +210,8 @@ class AbortPoint(_Model):
     during_turn: int | None = Field(
         None,
         ge=1,
-        description="While the N-th model reply (all depths, in call order) streams.",
+        description="While the N-th model reply (all depths, in call order) streams: after "
+        "its first streamed piece (a reply with no content streams nothing to abort).",
     )
 
     @model_validator(mode="after")
