@@ -4,6 +4,9 @@
 that need to know what was asked for (caps of nested execs, steering points, follow-ups,
 exec's result or error) are in :func:`check_outcome_invariants`. Each violation is one
 line naming the invariant and where it broke (``#i`` is the trace index).
+
+The cap and the skip text are the seed's (:mod:`openprogram_sim.fuzz._rules`), never the
+loop's own constants: a checker that shares the code under test cannot catch its bugs.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from openprogram.agent.agent_loop import MAX_INNER_ITERATIONS, SKIPPED_TEXT, effective_cap
 from openprogram.errors import ModelError, RunAbortedError
+from openprogram_sim.fuzz._rules import HARD_CAP, SKIP_TEXT, effective_cap, is_skip_text
 
 __all__ = ["DOCUMENTED_ERRORS", "check_outcome_invariants", "check_trace"]
 
@@ -136,7 +139,7 @@ class _Checker:
         f.rounds += 1
         if e["round"] != f.rounds:
             self.fail(i, f"turn_start says round {e['round']}, expected {f.rounds}")
-        limit = f.cap if f.cap is not None else MAX_INNER_ITERATIONS
+        limit = f.cap if f.cap is not None else HARD_CAP
         if f.rounds > limit:
             self.fail(i, f"round {f.rounds} exceeds the cap of {limit} model calls")
         f.turn_open = True
@@ -270,8 +273,8 @@ class _Checker:
         if start["tool_name"] != e["tool_name"]:
             self.fail(i, "tool_execution_end names another tool than its start")
         skipped = bool(e.get("skipped"))
-        if skipped and (not e["is_error"] or e["result"] != SKIPPED_TEXT):
-            self.fail(i, f"a skipped call's result is not the is_error {SKIPPED_TEXT!r}")
+        if skipped and (not e["is_error"] or not is_skip_text(e["result"])):
+            self.fail(i, f"a skipped call's result is not the is_error {SKIP_TEXT!r}")
         previous = [bool(r.get("skipped")) for r in f.results]
         if skipped and not previous:
             self.fail(i, "the first call of a round was skipped (skips follow a finished call)")
@@ -341,18 +344,23 @@ def _caps(scenario: Any) -> CapFor:
 
 def steering_triggers(scenario: Any, trace: list[dict[str, Any]]) -> list[tuple[int, str]]:
     """``(trace index, text)`` of each steering message the scenario queued: after the
-    N-th ``tool_execution_end`` (any depth) or the depth-0 ``turn_end`` of round N."""
-    by_tool = {s.after_tool: s.text for s in scenario.steering if s.after_tool is not None}
-    by_round = {s.after_round: s.text for s in scenario.steering if s.after_round is not None}
+    N-th ``tool_execution_end`` (any depth) or the depth-0 ``turn_end`` of round N; every
+    entry at one point, in file order."""
+    by_tool: dict[int, list[str]] = {}
+    by_round: dict[int, list[str]] = {}
+    for s in scenario.steering:
+        if s.after_tool is not None:
+            by_tool.setdefault(s.after_tool, []).append(s.text)
+        elif s.after_round is not None:
+            by_round.setdefault(s.after_round, []).append(s.text)
     out: list[tuple[int, str]] = []
     ends = 0
     for i, e in enumerate(trace):
         if e["type"] == "tool_execution_end":
             ends += 1
-            if ends in by_tool:
-                out.append((i, by_tool[ends]))
-        elif e["type"] == "turn_end" and e["depth"] == 0 and e["round"] in by_round:
-            out.append((i, by_round[e["round"]]))
+            out.extend((i, text) for text in by_tool.get(ends, ()))
+        elif e["type"] == "turn_end" and e["depth"] == 0:
+            out.extend((i, text) for text in by_round.get(e["round"], ()))
     return out
 
 
@@ -438,15 +446,46 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
         )
 
 
+def _check_steering_skips(outcome: Any, out: list[str]) -> None:
+    """Steering queued while the outer run works through a batch (at a tool's end, or
+    inside a nested run) skips every call of the batch after the one running."""
+    trace = outcome.trace
+    for at, _ in steering_triggers(outcome.scenario, trace):
+        if trace[at]["type"] == "turn_end":
+            continue  # after a round: no batch is running
+        running = next(
+            (
+                k
+                for k in range(at, len(trace))
+                if trace[k]["depth"] == 0 and trace[k]["type"] in ("tool_execution_end", "turn_end")
+            ),
+            None,
+        )
+        if running is None or trace[running]["type"] == "turn_end":
+            continue
+        for k in range(running + 1, len(trace)):
+            e = trace[k]
+            if e["depth"] != 0:
+                continue
+            if e["type"] == "turn_end":
+                break
+            if e["type"] == "tool_execution_end" and not e.get("skipped"):
+                out.append(
+                    f"#{k} tool call {e['tool_call_id']} ran after a steering message was "
+                    f"queued at #{at} (steering skips the rest of the batch)"
+                )
+                return
+
+
 def check_outcome_invariants(outcome: Any, *, replay: Any | None = None) -> list[str]:
     """Every invariant of a scenario run (``outcome``: a
     :class:`~openprogram_sim.scenario.RunOutcome`): :func:`check_trace` with each run's cap,
     plus: only documented exceptions leave exec, and the one that matches how the outer run
     ended; exec returns the final assistant text; the model was called once per assistant
-    message; skips only when a steering message was queued (one per round with skips);
-    every steering and follow-up message delivered at most once, and all of them when the
-    run finished; and,
-    given a ``replay`` (the same scenario run again), the same trace, result and error."""
+    message; skips only when a steering message was queued (one per round with skips), and
+    a steering message queued mid-batch skips the rest of it; every steering and follow-up
+    message delivered at most once, and all of them when the run finished; and, given a
+    ``replay`` (the same scenario run again), the same trace, result and error."""
     out = check_trace(outcome.trace, cap_for=_caps(outcome.scenario))
     _check_exit(outcome, out)
     replies = sum(
@@ -455,6 +494,7 @@ def check_outcome_invariants(outcome: Any, *, replay: Any | None = None) -> list
     if replies != outcome.model_calls:
         out.append(f"{outcome.model_calls} model calls but {replies} assistant messages")
     _check_queues(outcome, out)
+    _check_steering_skips(outcome, out)
     if replay is not None:
         if replay.trace != outcome.trace:
             first = next(
