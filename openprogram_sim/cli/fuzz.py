@@ -73,9 +73,17 @@ def fuzz_command(
     for violation in failure.violations:
         print(f"  - {violation}", file=out)
     if failure.path is not None:
-        verdict = "reproduces it" if failure.reproduced else "does NOT reproduce it"
-        print(f"regression scenario written: {failure.path} ({verdict})", file=out)
-        print(f"  replay: openprogram-sim run {failure.path}", file=out)
+        print(f"regression scenario written: {failure.path} (reproduces it)", file=out)
+        print(
+            f"  replay: openprogram-sim run {failure.path}  (fails now; passes once fixed)",
+            file=out,
+        )
+    elif failure.unexpressed is not None:
+        print(
+            "no regression scenario written: the violation could not be expressed as a "
+            f"scenario file that fails ({failure.unexpressed})",
+            file=out,
+        )
     return 1
 
 

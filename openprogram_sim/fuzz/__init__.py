@@ -19,8 +19,10 @@ follow-ups delivered once; the trace JSON-serializable and, run again, identical
 run.)
 
 :func:`run_campaign` is what ``openprogram-sim fuzz`` runs: many scenarios, spread over
-processes, with the first violation shrunk and written as a regression scenario file that
-reproduces it with ``openprogram-sim run``.
+processes, with the first violation shrunk and written as a regression scenario file. The
+file's expectations are the seed's rules applied to its script (:func:`derive_expect`),
+never the failing run, and it is kept only if ``openprogram-sim run`` on it fails against
+the loop that produced it (:func:`reproduces`); a correct loop passes it.
 """
 
 from openprogram_sim.fuzz._campaign import (
@@ -36,6 +38,7 @@ from openprogram_sim.fuzz._invariants import (
     check_trace,
 )
 from openprogram_sim.fuzz._regression import derive_expect, write_regression
+from openprogram_sim.fuzz._rules import UnpredictableScenario
 from openprogram_sim.fuzz._run import check_invariants, run_generated
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "CampaignResult",
     "FuzzFailure",
     "FuzzStats",
+    "UnpredictableScenario",
     "check_invariants",
     "check_trace",
     "derive_expect",
@@ -53,6 +57,6 @@ __all__ = [
     "write_regression",
 ]
 
-for _cls in (CampaignResult, FuzzFailure, FuzzStats):
+for _cls in (CampaignResult, FuzzFailure, FuzzStats, UnpredictableScenario):
     _cls.__module__ = __name__
 del _cls

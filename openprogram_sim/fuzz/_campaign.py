@@ -12,6 +12,11 @@ Speed is a feature here, and three choices give it:
 - Cores: the campaign is cut into chunks with seeds derived from the campaign seed, so a
   campaign is the same whatever the number of worker processes; on a violation, the
   failing chunk with the lowest index is the one reported.
+
+A violation is then written as a regression file whose expectations come from the seed's
+rules (:mod:`openprogram_sim.fuzz._regression`), and the file is kept only if
+``openprogram-sim run`` on it fails against the loop that produced it (:func:`reproduces`);
+otherwise the failure says why no file could express it (:attr:`FuzzFailure.unexpressed`).
 """
 
 from __future__ import annotations
@@ -33,16 +38,25 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from openprogram_sim.errors import ScenarioError
 from openprogram_sim.fuzz import _generate as _s
 from openprogram_sim.fuzz._invariants import check_outcome_invariants
-from openprogram_sim.fuzz._regression import write_regression
+from openprogram_sim.fuzz._regression import regression_document, write_regression
+from openprogram_sim.fuzz._rules import UnpredictableScenario
 from openprogram_sim.fuzz._stats import FuzzStats
-from openprogram_sim.scenario import Scenario, arun_scenario
+from openprogram_sim.scenario import (
+    Scenario,
+    arun_scenario,
+    check_outcome,
+    load_scenario,
+    run_scenario,
+)
 
 __all__ = [
     "CampaignResult",
     "FuzzFailure",
     "FuzzStats",
+    "reproduces",
     "run_campaign",
     "scenario_from_bytes",
 ]
@@ -83,9 +97,15 @@ class FuzzFailure:
     chunk: int
     seed: int
     path: Path | None = None
-    """The regression file written, if any."""
+    """The regression file kept: written, and ``openprogram-sim run`` on it fails against
+    the loop that produced it (None: none kept, see :attr:`unexpressed`)."""
     reproduced: bool | None = None
-    """Whether the written file fails when run (None: not checked)."""
+    """Whether the regression file fails when run, as ``openprogram-sim run`` runs it
+    (None: no file was attempted, e.g. ``regressions=None``)."""
+    unexpressed: str | None = None
+    """Why no regression file was kept: the scenario is outside what the seed's rules
+    decide, or the file the rules give passes against this loop (the violation is not one
+    a scenario file can show, e.g. a replay that differs)."""
 
 
 @dataclass(slots=True)
@@ -320,45 +340,76 @@ def _removals(data: dict[str, Any]) -> list[Callable[[dict[str, Any]], None]]:
     return edits
 
 
-def _simplify(failure: FuzzFailure) -> None:
+def _file_fails(data: dict[str, Any]) -> bool:
+    """Whether the regression file the rules give for ``data`` fails against this loop
+    (checked in memory; :func:`reproduces` checks the written file)."""
+    try:
+        scenario = Scenario.model_validate(regression_document(_valid(data), []))
+    except UnpredictableScenario:
+        return False
+    outcome = _loop().run_until_complete(arun_scenario(scenario))
+    return not check_outcome(outcome).passed
+
+
+def _valid(data: dict[str, Any]) -> Scenario:
+    """``data`` as a scenario whose names all resolve (ValueError otherwise)."""
+    scenario = Scenario.model_validate(data)
+    names = set(scenario.tools)
+    if any(set(t.exec.tools or ()) - names for t in scenario.tools.values() if t.exec):
+        raise ValueError("a nested exec offers a tool the scenario lacks")
+    if set(scenario.exec.tools or ()) - names:
+        raise ValueError("exec offers a tool the scenario lacks")
+    return scenario
+
+
+def _simplify(failure: FuzzFailure, *, as_file: bool) -> None:
     """After Hypothesis: drop what the failure does not need, one edit at a time, keeping
-    an edit only if the run still violates an invariant (names stay consistent: an edit
-    that breaks the scenario's references is simply not kept)."""
+    an edit only if the run still violates an invariant and (``as_file``) the regression
+    file still fails (an edit that breaks the scenario's references is not kept)."""
     loop = _loop()
     for edit in reversed(_removals(failure.scenario)):
         candidate = copy.deepcopy(failure.scenario)
         try:
             edit(candidate)
-            scenario = Scenario.model_validate(candidate)
-            names = set(scenario.tools)
-            if any(set(t.exec.tools or ()) - names for t in scenario.tools.values() if t.exec):
-                continue
-            if set(scenario.exec.tools or ()) - names:
-                continue
+            scenario = _valid(candidate)
         except (KeyError, IndexError, ValueError):
             continue
         outcome = loop.run_until_complete(arun_scenario(scenario))
         violations = check_outcome_invariants(outcome)
-        if violations:
+        if violations and (not as_file or _file_fails(candidate)):
             failure.scenario, failure.violations = candidate, violations
             failure.trace, failure.model_calls = outcome.trace, outcome.model_calls
 
 
 def _write(failure: FuzzFailure, directory: str | Path, seed: int) -> None:
-    if not any(_REPLAY_MARK in v for v in failure.violations):
-        _simplify(failure)
-    scenario = Scenario.model_validate(failure.scenario)
-    failure.path = write_regression(
-        directory, scenario, failure.trace, failure.model_calls, failure.violations, seed=seed
+    """Write the regression file and keep it only if it reproduces; else say why not."""
+    replay = any(_REPLAY_MARK in v for v in failure.violations)
+    as_file = not replay and _file_fails(failure.scenario)
+    if not replay:
+        _simplify(failure, as_file=as_file)
+    try:
+        path = write_regression(directory, _valid(failure.scenario), failure.violations, seed=seed)
+    except UnpredictableScenario as exc:
+        failure.unexpressed = f"the seed's rules do not decide this scenario: {exc}"
+        return
+    failure.reproduced = reproduces(path)
+    if failure.reproduced:
+        failure.path = path
+        return
+    path.unlink()
+    failure.unexpressed = (
+        "the regression file the seed's rules give passes against this loop, so it would "
+        "not reproduce the violation"
+        + (" (a replay that differs is not something one run of a file can show)" if replay else "")
     )
-    failure.reproduced = reproduces(failure.path)
 
 
 def reproduces(path: str | Path) -> bool:
-    """Whether the scenario file at ``path`` fails on the loop as it is now (its
-    expectations, or the invariants)."""
-    from openprogram_sim.scenario import check_outcome, load_scenario
-
-    scenario = load_scenario(path)
-    outcome = _loop().run_until_complete(arun_scenario(scenario))
-    return not check_outcome(outcome).passed or bool(check_outcome_invariants(outcome))
+    """Whether ``openprogram-sim run PATH`` fails against the loop as it is now: the file
+    loads, and its run misses one of its own expectations (exactly what ``run`` checks;
+    the invariants are not consulted). A file that does not load does not reproduce."""
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError:
+        return False
+    return not check_outcome(run_scenario(scenario)).passed

@@ -1,19 +1,32 @@
-"""Writing a shrunk failing case as a scenario file that reproduces it.
+"""Writing a shrunk failing case as a scenario file whose ``expect:`` comes from the rules.
 
-The file is the generated scenario with the model script trimmed to the turns the run
-asked for (a call past the script becomes an explicit ``fault: raise`` turn), and an
-``expect:`` that encodes the invariants the loop must keep on that script, derived from
-what the *model* said (which does not depend on the loop under test):
+A regression file must fail against the loop that broke an invariant and pass against a
+correct one, so nothing in it is copied from the failing run: the script, the steering
+entries and every expectation are worked out from the scenario alone by
+:func:`openprogram_sim.fuzz._rules.predict`, which applies the seed's rules to the
+scenario's own script and settings (see that module for the rules). From the prediction:
 
-- every tool call of a reply that is not an error/aborted stop gets its
-  ``tool_execution_end`` and toolResult ``message_end`` (by call id, in call order), and
-  its round's ``turn_end`` counts them;
-- one ``agent_end`` per run (``counts``), and ``agent_end`` closes the outer run;
-- no skipped result in a scenario without steering (``not_events``);
-- exec raises exactly when the outer run's last reply was an error/aborted stop.
+- ``model``: the turns a correct loop plays, in call order (a call past the end of the
+  generated script is written as a ``fault: raise`` turn, the crash the scripted model's
+  exhaustion is); a loop that calls the model more often fails on the missing turn, one
+  that calls it less often on the turns left over;
+- ``steering``: only the entries whose point a correct run reaches;
+- ``raises``/``result``: exec raises ``ModelError``/``RunAbortedError`` exactly when the
+  outer run ends on an ``error``/``aborted`` stop, else returns the last reply's text;
+- ``model_calls``: every depth, under each run's cap ``max(1, min(50, max_iterations))``
+  (50 when not given);
+- ``requests``: each model call's depth, round, and the size and last entry of the history
+  it is sent (results fed back, one per call, in call order);
+- ``events`` (``ordered``): each reply, then one ``tool_execution_end`` and one toolResult
+  ``message_end`` per call of every reply that is not an ``error``/``aborted`` stop, in
+  call order with ids paired, skipped ones (``skipped: true`` and the seed's text) only
+  after a steering point; each ``turn_end`` with its result count, steering and follow-up
+  messages where they are delivered, nested runs inside their tool call, and every
+  ``agent_end`` with the reason the rules give (stop, error, aborted or cap);
+- ``counts``: how many events of each type.
 
-A correct loop passes such a file; the loop that broke an invariant fails it, so
-``openprogram-sim run`` on it is the reproduction.
+What the rules cannot decide is left out, never filled in from the run: a scenario with
+such a part (see :class:`~openprogram_sim.fuzz._rules.UnpredictableScenario`) gets no file.
 """
 
 from __future__ import annotations
@@ -25,145 +38,36 @@ from typing import Any
 
 import yaml
 
+from openprogram_sim.fuzz._rules import predict
 from openprogram_sim.scenario import Scenario
 
-__all__ = ["derive_expect", "regression_document", "write_regression"]
+__all__ = ["derive_expect", "regression_document", "regression_text", "write_regression"]
 
-EXHAUSTED_TURN = {"fault": "raise", "error": "the model had no scripted turn left"}
-
-
-def _script(scenario: Scenario, calls: int) -> list[dict[str, Any]]:
-    """The turns the run consumed, in call order (calls past the script made explicit)."""
-    turns = [t.model_dump(exclude_defaults=True) for t in scenario.model]  # type: ignore[union-attr]
-    consumed = turns[:calls]
-    consumed += [dict(EXHAUSTED_TURN) for _ in range(calls - len(consumed))]
-    return consumed
-
-
-def _call_ids(script: list[dict[str, Any]]) -> list[list[tuple[str, str]]]:
-    """Per model call, its tool calls as ``(name, id)`` (the scripted model numbers the
-    calls without an explicit id ``call_1``, ``call_2``, ... in streaming order)."""
-    counter = 0
-    out: list[list[tuple[str, str]]] = []
-    for turn in script:
-        calls: list[tuple[str, str]] = []
-        for call in turn.get("tool_calls") or []:
-            if "name" in call:
-                name, given = str(call["name"]), call.get("id")
-            else:
-                ((name, _),) = call.items()
-                given = None
-            if given is None:
-                counter += 1
-                given = f"call_{counter}"
-            calls.append((str(name), str(given)))
-        out.append(calls)
-    return out
+_COUNT_ORDER = (
+    "agent_start",
+    "turn_start",
+    "message_start",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_end",
+    "turn_end",
+    "agent_end",
+)
 
 
-class _Deriver:
-    """Walks the failing trace and lists, in an order a correct trace also has, the events
-    the model's replies require."""
-
-    def __init__(self, script: list[dict[str, Any]]) -> None:
-        self.ids = _call_ids(script)
-        self.replies = 0
-        self.events: list[dict[str, Any]] = []
-        self.results = 0
-        self.runs = 0
-        self.stack: list[dict[str, Any]] = []
-
-    def walk(self, trace: list[dict[str, Any]]) -> None:
-        # The trace may be broken (that is why we are here): events go to the open run of
-        # their depth, and an agent_end only closes the innermost run if depths agree.
-        for e in trace:
-            kind, depth = e["type"], e["depth"]
-            if kind == "agent_start":
-                self.runs += 1
-                self.stack.append({"depth": depth, "calls": [], "done": 0, "stop": None})
-                continue
-            if kind == "message_end" and e["role"] == "assistant":
-                self.replies += 1
-            frame = next((f for f in reversed(self.stack) if f["depth"] == depth), None)
-            if frame is None or (kind == "agent_end" and frame is not self.stack[-1]):
-                continue
-            self._event(kind, e, frame)
-
-    def _emit(self, frame: dict[str, Any], upto: int, round_: int) -> None:
-        depth = frame["depth"]
-        for name, call_id in frame["calls"][frame["done"] : upto]:
-            where = {"depth": depth, "round": round_}
-            self.events.append(
-                {"tool_execution_end": {**where, "tool_name": name, "tool_call_id": call_id}}
-            )
-            self.events.append(
-                {"message_end": {**where, "role": "toolResult", "tool_call_id": call_id}}
-            )
-        frame["done"] = max(frame["done"], upto)
-
-    def _position(self, frame: dict[str, Any], call_id: str) -> int | None:
-        ids = [c for _, c in frame["calls"]]
-        return ids.index(call_id) if call_id in ids else None
-
-    def _event(self, kind: str, e: dict[str, Any], frame: dict[str, Any]) -> None:
-        if kind == "message_end" and e["role"] == "assistant":
-            reply = self.replies - 1  # counted by walk()
-            calls = self.ids[reply] if reply < len(self.ids) else []
-            frame["stop"] = e.get("stop_reason")
-            frame["calls"] = [] if frame["stop"] in ("error", "aborted") else calls
-            frame["done"] = 0
-            self.results += len(frame["calls"])
-        elif kind == "tool_execution_start":
-            at = self._position(frame, e["tool_call_id"])
-            if at is not None:
-                self._emit(frame, at, e["round"])
-        elif kind == "tool_execution_end":
-            at = self._position(frame, e["tool_call_id"])
-            if at is not None:
-                self._emit(frame, at + 1, e["round"])
-        elif kind == "turn_end":
-            self._emit(frame, len(frame["calls"]), e["round"])
-            self.events.append(
-                {
-                    "turn_end": {
-                        "depth": frame["depth"],
-                        "round": e["round"],
-                        "tool_results": len(frame["calls"]),
-                    }
-                }
-            )
-        elif kind == "agent_end":
-            fields: dict[str, Any] = {"depth": frame["depth"]}
-            if frame["stop"] in ("error", "aborted"):
-                fields["reason"] = frame["stop"]
-            self.events.append({"agent_end": fields})
-            self.stack.pop()
-
-
-def derive_expect(scenario: Scenario, trace: list[dict[str, Any]], calls: int) -> dict[str, Any]:
-    """The ``expect:`` a correct loop meets on ``scenario`` (its script trimmed to
-    ``calls`` model calls), derived from the model's replies in ``trace``."""
-    script = _script(scenario, calls)
-    deriver = _Deriver(script)
-    deriver.walk(trace)
-    outer = [e for e in trace if e["type"] == "message_end" and e["depth"] == 0]
-    last = next((e for e in reversed(outer) if e["role"] == "assistant"), None)
-    failed = last is not None and last.get("stop_reason") in ("error", "aborted")
-    expect: dict[str, Any] = {"raises": bool(failed)}
-    if last is not None and not failed:
-        expect["result"] = last.get("text", "")
-    expect["model_calls"] = calls
-    expect["events"] = deriver.events
-    expect["counts"] = {
-        "agent_start": deriver.runs,
-        "agent_end": deriver.runs,
-        "turn_start": deriver.replies,
-        "turn_end": deriver.replies,
-        "tool_execution_start": deriver.results,
-        "tool_execution_end": deriver.results,
-    }
-    if not scenario.steering:
-        expect["not_events"] = [{"tool_execution_end": {"skipped": True}}]
+def derive_expect(scenario: Scenario) -> dict[str, Any]:
+    """The ``expect:`` a correct loop meets on ``scenario``, from the seed's rules alone
+    (raises :class:`~openprogram_sim.fuzz.UnpredictableScenario` when they do not decide
+    the run). It describes the run; :func:`regression_document` also trims the script to
+    the turns played, so that the file passes as a whole."""
+    p = predict(scenario)
+    expect: dict[str, Any] = {"raises": {"type": p.raises} if p.raises else False}
+    if p.result is not None:
+        expect["result"] = p.result
+    expect["model_calls"] = p.model_calls
+    expect["requests"] = p.requests
+    expect["events"] = p.events
+    expect["counts"] = {k: p.counts[k] for k in _COUNT_ORDER}
     return expect
 
 
@@ -183,54 +87,72 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
+class _Line(dict[str, Any]):
+    """A mapping written on one line (an expected event, a request)."""
+
+
+def _line(dumper: yaml.SafeDumper, value: _Line) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=True)
+
+
 _Dumper.add_representer(str, _str)
+_Dumper.add_representer(_Line, _line)
 
 
 def regression_document(
-    scenario: Scenario,
-    trace: list[dict[str, Any]],
-    calls: int,
-    violations: list[str],
-    *,
-    seed: int | None = None,
+    scenario: Scenario, violations: list[str], *, seed: int | None = None
 ) -> dict[str, Any]:
-    """The scenario file's content (a dict in the schema's key order)."""
+    """The scenario file's content (a dict in the schema's key order): ``scenario`` with its
+    script trimmed to the turns a correct loop plays, the steering entries it reaches, and
+    :func:`derive_expect`."""
+    prediction = predict(scenario)
     data = scenario.model_dump(exclude_defaults=True, exclude={"path", "expect"})
     data["scenario"] = f"fuzz regression: {_title(violations[0])}" if violations else "fuzz case"
     found = f" with seed {seed}" if seed is not None else ""
     data["description"] = (
         f"Found and shrunk by `openprogram-sim fuzz`{found}. Invariants violated:\n"
         + "\n".join(f"- {v}" for v in violations)
-        + "\nThe expectations encode the invariants on this script: a correct loop passes."
+        + "\nThe expectations are the seed's rules applied to this script, not the failing "
+        "run: a correct loop passes."
     )
     data["tags"] = ["regression", "fuzz"]
-    data["model"] = _script(scenario, calls)
-    data["expect"] = derive_expect(scenario, trace, calls)
+    data["model"] = prediction.script
+    steering = [s for i, s in enumerate(data.get("steering", [])) if i in prediction.fired]
+    data.pop("steering", None)
+    if steering:
+        data["steering"] = steering
+    data["expect"] = derive_expect(Scenario.model_validate(data))
     order = ["scenario", "description", "tags", "system_prompt", "tools", "toolsets", "exec"]
     order += ["model", "steering", "follow_ups", "expect"]
     return {k: data[k] for k in order if k in data}
 
 
+def regression_text(document: dict[str, Any]) -> str:
+    """The document as the YAML a person would write: one line per expected event and per
+    request."""
+    expect = dict(document.get("expect") or {})
+    expect["events"] = [{k: _Line(v) for k, v in e.items()} for e in expect.get("events", [])]
+    expect["requests"] = [_Line(r) for r in expect.get("requests", [])]
+    return yaml.dump(
+        {**document, "expect": {k: v for k, v in expect.items() if v != []}},
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=None,
+        width=200,
+    )
+
+
 def write_regression(
     directory: str | Path,
     scenario: Scenario,
-    trace: list[dict[str, Any]],
-    calls: int,
     violations: list[str],
     *,
     seed: int | None = None,
 ) -> Path:
     """Write the regression file under ``directory`` (created if needed); returns its path.
     The name carries a digest of the content, so the same case is written once."""
-    document = regression_document(scenario, trace, calls, violations, seed=seed)
-    text = yaml.dump(
-        document,
-        Dumper=_Dumper,
-        sort_keys=False,
-        allow_unicode=True,
-        default_flow_style=None,
-        width=100,
-    )
+    text = regression_text(regression_document(scenario, violations, seed=seed))
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,7 @@ def test_public_names_are_pinned() -> None:
             "CampaignResult",
             "FuzzFailure",
             "FuzzStats",
+            "UnpredictableScenario",
             "check_invariants",
             "check_trace",
             "derive_expect",
