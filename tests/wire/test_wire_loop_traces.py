@@ -64,6 +64,7 @@ NAMED = {
 }
 
 KNOWN_UNENCODABLE = (
+    "a mid-stream abort sees what each API's chunking streamed first",
     "stop_reason 'aborted' cannot be encoded",
     "fault 'raise' is a scripted-provider behaviour",
     "fault 'hang' is a scripted-provider behaviour",
@@ -77,6 +78,10 @@ def _turns(scenario: Scenario) -> list[Turn]:
 
 
 def _unencodable(scenario: Scenario, api: str, stream: bool) -> str | None:
+    if scenario.abort is not None and scenario.abort.during_turn is not None:
+        # the abort fires after a reply's first streamed piece, and each API (streamed or
+        # not) delivers a different first piece: the partial text cannot be compared
+        return "a mid-stream abort sees what each API's chunking streamed first"
     for turn in _turns(scenario):
         try:
             encode(api, turn, stream=stream)
