@@ -34,8 +34,9 @@ def assert_events(
     expected: Sequence[Mapping[str, Any]],
     mode: str = "ordered",
 ) -> None:
-    """Assert that ``trace`` (entries, or a recorder) holds ``expected`` (``{event_type: {field: matcher}}`` items,
-    the matchers of scenario files) ``ordered`` (gaps allowed), ``exact`` or ``unordered``;
+    """Assert that ``trace`` (entries, or a recorder) holds ``expected``
+    (``{event_type: {field: matcher}}`` items, the matchers of scenario files) ``ordered``
+    (gaps allowed), ``exact`` or ``unordered``;
     raises ``AssertionError`` with the same diff text a scenario failure shows::
 
         assert_events(rec.trace, [
