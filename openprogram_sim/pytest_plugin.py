@@ -333,40 +333,31 @@ def _scenario_item_record(item: ScenarioItem, report: pytest.TestReport) -> dict
         record["duration"] = report.duration
         return record
     if report.when == "setup" and report.skipped:
-        return {
-            "id": item.nodeid,
-            "kind": "scenario",
-            "title": item.scenario.scenario,
-            "path": _relpath(item.config, item.path),
-            "description": item.scenario.description,
-            "tags": list(item.scenario.tags),
-            "status": "skipped",
-            "duration": 0.0,
-            "props": {},
-            "failure": _skip_reason(report),
-            "issues": [],
-            "result": None,
-            "error": None,
-            "runs": [],
-        }
+        return _stub_record(item, "skipped", 0.0, _skip_reason(report))
     if report.when == "call" and report.failed:  # the harness itself raised
-        return {
-            "id": item.nodeid,
-            "kind": "scenario",
-            "title": item.scenario.scenario,
-            "path": _relpath(item.config, item.path),
-            "description": item.scenario.description,
-            "tags": list(item.scenario.tags),
-            "status": "error",
-            "duration": report.duration,
-            "props": {},
-            "failure": report.longreprtext,
-            "issues": [],
-            "result": None,
-            "error": None,
-            "runs": [],
-        }
+        return _stub_record(item, "error", report.duration, report.longreprtext)
     return None
+
+
+def _stub_record(item: ScenarioItem, status: str, duration: float, failure: str) -> dict[str, Any]:
+    """The record of a scenario item that has no verdict (skipped, or the harness raised)."""
+    scenario = item.scenario
+    return {
+        "id": item.nodeid,
+        "kind": "scenario",
+        "title": scenario.scenario,
+        "path": _relpath(item.config, item.path),
+        "description": scenario.description,
+        "tags": list(scenario.tags),
+        "status": status,
+        "duration": duration,
+        "props": {},
+        "failure": failure,
+        "issues": [],
+        "result": None,
+        "error": None,
+        "runs": [],
+    }
 
 
 def _status(report: pytest.TestReport) -> str:
