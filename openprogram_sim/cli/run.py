@@ -90,17 +90,19 @@ def run_paths(
     *,
     keyword: str | None = None,
     tags: Sequence[str] = (),
+    pythonpath: Sequence[str] = (),
 ) -> list[ScenarioResult]:
     """Load and run every scenario under ``paths``; ``keyword`` keeps those whose title or
     path contains it, ``tags`` those with any of the tags given (``"not TAG"`` drops those
-    with TAG). Files that do not load are always reported."""
+    with TAG); ``pythonpath`` adds folders the scenarios' own Python is imported from. Files
+    that do not load are always reported."""
     files = discover(list(paths))
     base = Path.cwd().resolve()
     results: list[ScenarioResult] = []
     progress = _Progress(len(files), sys.stderr)
     for i, file in enumerate(files):
         try:
-            scenario = load_scenario(file, shown_as=_relative(file, base))
+            scenario = load_scenario(file, shown_as=_relative(file, base), pythonpath=pythonpath)
         except ScenarioError as exc:
             results.append(ScenarioResult(file, load_error=exc))
             continue
@@ -171,7 +173,12 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
 def command(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
-        results = run_paths(args.paths or ["scenarios"], keyword=args.keyword, tags=args.tags)
+        results = run_paths(
+            args.paths or ["scenarios"],
+            keyword=args.keyword,
+            tags=args.tags,
+            pythonpath=args.pythonpath,
+        )
     except ScenarioError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
@@ -226,4 +233,12 @@ def add_parser(sub: Any) -> None:
         help="only scenarios tagged TAG (repeat for any of several; 'not TAG' drops them)",
     )
     run.add_argument("--report", metavar="PATH", help="also write a self-contained HTML report")
+    run.add_argument(
+        "--pythonpath",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder your tools are imported from (repeatable; also [tool.openprogram] "
+        "pythonpath in pyproject.toml)",
+    )
     run.set_defaults(func=command)

@@ -12,12 +12,14 @@ import errno
 import json
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from openprogram_sim.errors import ScenarioError, ScenarioIssue
+from openprogram_sim.scenario._python import PythonRefError, import_ref, import_roots
 from openprogram_sim.scenario._schema import (
     EventExpect,
     ExecArgs,
@@ -113,15 +115,19 @@ def _dict(value: Any) -> dict[Any, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _semantic_issues(data: dict[str, Any], lines: LineMap, file: str) -> list[ScenarioIssue]:
+def _semantic_issues(
+    data: dict[str, Any], lines: LineMap, file: str, extra_names: set[str] | None = frozenset()
+) -> list[ScenarioIssue]:
     """Checks beyond types: names that must exist, events and their fields, matchers that
     must compile. They read the raw data (each part only where it has the right shape), so
     they run even when the schema found mistakes: a file's mistakes are reported at once."""
     issues: list[ScenarioIssue] = []
     tools = _dict(data.get("tools"))
-    defined = {str(name) for name in tools}
+    defined = {str(name) for name in tools} | set(extra_names or ())
 
     def check_names(names: Any, path: tuple[Any, ...], what: str) -> None:
+        if extra_names is None:
+            return  # the user's registry could not be imported: its names are unknown
         for i, name in enumerate(_list(names)):
             if isinstance(name, str) and name not in defined:
                 close = difflib.get_close_matches(name, sorted(defined), n=1)
@@ -231,8 +237,18 @@ def _check_events(
                 issues.append(ScenarioIssue(file, lines.line(fpath), _where(fpath), problem))
 
 
-def parse_scenario(text: str, path: str = "<string>") -> Scenario:
-    """Parse and validate scenario YAML; raises :class:`ScenarioError` listing every issue."""
+def parse_scenario(
+    text: str,
+    path: str = "<string>",
+    *,
+    pythonpath: Sequence[str | Path] = (),
+    origin: str | Path | None = None,
+) -> Scenario:
+    """Parse and validate scenario YAML; raises :class:`ScenarioError` listing every issue.
+
+    ``path`` names the file in errors; ``origin`` is where it really is (default: ``path``),
+    from which the user's Python it references is imported (see :mod:`._python`), with
+    ``pythonpath`` folders added."""
     try:
         document = read_yaml(text)
     except YamlProblem as exc:
@@ -264,16 +280,74 @@ def parse_scenario(text: str, path: str = "<string>") -> Scenario:
         scenario = Scenario.model_validate({**data, "path": path})
     except ValidationError as exc:
         issues += [_issue_from_error(e, data, lines, path) for e in exc.errors()]
-    issues += _semantic_issues(data, lines, path)
+    extra_names: set[str] | None = set()
+    if scenario is not None:
+        place = str(origin) if origin is not None else path
+        roots = import_roots(place if Path(place).exists() else None, pythonpath)
+        extra_names = _resolve_python(scenario, roots, lines, path, issues)
+    issues += _semantic_issues(data, lines, path, extra_names)
     if issues or scenario is None:
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0)) from None
     scenario._lines = lines
     return scenario
 
 
-def load_scenario(path: str | Path, *, shown_as: str | None = None) -> Scenario:
+def _resolve_python(
+    scenario: Scenario,
+    roots: list[Path],
+    lines: LineMap,
+    file: str,
+    issues: list[ScenarioIssue],
+) -> set[str] | None:
+    """Import the user's tools and registry the scenario names (kept on the scenario);
+    the names the registry adds, or None when it could not be imported."""
+    resolved: dict[str, Any] = {}
+    names: set[str] | None = set()
+    refs = [(("tools", n, "python"), t.python) for n, t in scenario.tools.items() if t.python]
+    if scenario.registry:
+        refs.append((("registry",), scenario.registry))
+    for where, ref in refs:
+        try:
+            value = import_ref(ref, roots)
+            if where == ("registry",):
+                names = _registry_names(value, ref)
+            else:
+                _check_tool(value, ref, str(where[1]))
+            resolved[ref] = value
+        except (PythonRefError, TypeError, ValueError) as exc:
+            if where == ("registry",):
+                names = None
+            issues.append(ScenarioIssue(file, lines.line(where), _where(where), str(exc)))
+    scenario._python = resolved
+    return names
+
+
+def _registry_names(value: Any, ref: str) -> set[str]:
+    from openprogram import ToolRegistry
+
+    if not isinstance(value, ToolRegistry):
+        raise TypeError(f"{ref!r} is a {type(value).__name__}, not a ToolRegistry")
+    return set(value.names())
+
+
+def _check_tool(value: Any, ref: str, key: str) -> None:
+    from openprogram.tools import as_tool
+
+    tool = as_tool(value)  # a clear TypeError for anything that is not a tool
+    if tool.name != key:
+        raise ValueError(
+            f"{ref!r} is the tool {tool.name!r}; name it {tool.name!r} under `tools:` "
+            "(the model calls it by that name)"
+        )
+
+
+def load_scenario(
+    path: str | Path, *, shown_as: str | None = None, pythonpath: Sequence[str | Path] = ()
+) -> Scenario:
     """Load one scenario file (a regular file of UTF-8 text, at most ``MAX_BYTES``);
-    errors name it ``shown_as`` when given (e.g. relative to a project's root)."""
+    errors name it ``shown_as`` when given (e.g. relative to a project's root). The user's
+    Python it references is imported from its folder, the current directory, the
+    ``[tool.openprogram] pythonpath`` of the nearest ``pyproject.toml`` and ``pythonpath``."""
     file = Path(path)
     shown = shown_as if shown_as is not None else str(path)
     try:
@@ -286,7 +360,7 @@ def load_scenario(path: str | Path, *, shown_as: str | None = None) -> Scenario:
         raise ScenarioError([ScenarioIssue(shown, None, "", f"cannot read: {reason}")]) from None
     except YamlProblem as exc:
         raise ScenarioError([ScenarioIssue(shown, exc.line, "", exc.message)]) from None
-    return parse_scenario(text, shown)
+    return parse_scenario(text, shown, pythonpath=pythonpath, origin=file)
 
 
 def _read(file: Path) -> bytes:

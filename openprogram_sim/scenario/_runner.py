@@ -19,9 +19,11 @@ from typing import Any
 from openprogram import Runtime, ToolRegistry, ToolResult
 from openprogram.events import AgentEvent, ProviderEvent
 from openprogram.providers import Context, Provider, StreamOptions
+from openprogram.tools import as_tool
 from openprogram.types import Usage
 from openprogram_sim.errors import ToolFailure
 from openprogram_sim.models import ScriptedModel, ScriptedRequest, Turn, TurnToolCall
+from openprogram_sim.scenario._python import import_ref, import_roots, scenario_env
 from openprogram_sim.scenario._schema import ExecArgs, ModelTurn, Scenario, ToolDef
 from openprogram_sim.trace import TraceRecorder
 
@@ -174,11 +176,37 @@ class _Build:
     def __init__(self, scenario: Scenario, runtime_box: dict[str, Runtime]) -> None:
         self.scenario = scenario
         self.box = runtime_box
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, Any] = {}
         for name, spec in scenario.tools.items():
             self.entries[name] = self._entry(name, spec)
+        self.registry = self._registry()
 
-    def _entry(self, name: str, spec: ToolDef) -> dict[str, Any]:
+    def _python(self, ref: str) -> Any:
+        known = self.scenario._python
+        if ref not in known:  # a Scenario built in Python: import it now
+            known[ref] = import_ref(ref, import_roots(self.scenario.path or None))
+        return known[ref]
+
+    def _registry(self) -> ToolRegistry:
+        """A fresh registry of the scenario's tools, over a copy of the user's registry
+        when ``registry:`` names one (its toolsets, gating and deferred tools)."""
+        registry = ToolRegistry()
+        if self.scenario.registry:
+            registry.restore(self._python(self.scenario.registry).snapshot())
+        for entry in self.entries.values():
+            registry.register(entry, replace=True)
+        for set_name, members in self.scenario.toolsets.items():
+            registry.define_toolset(set_name, members)
+        return registry
+
+    def _entry(self, name: str, spec: ToolDef) -> Any:
+        if spec.python is not None:
+            real = as_tool(self._python(spec.python))
+            if spec.returns is None and spec.raises is None:
+                return real  # the user's own tool, run for real
+            stub = as_tool({"spec": real.spec, "execute": self._body(name, spec)})
+            stub.gates = real.gates
+            return stub
         return {
             "spec": {"name": name, "description": spec.description, "parameters": spec.parameters},
             "execute": self._body(name, spec),
@@ -233,13 +261,16 @@ class _Build:
             "max_iterations": args.max_iterations,
         }
         if args.tools is not None:
-            kwargs["tools"] = [self.entries[n] for n in args.tools]
+            kwargs["tools"] = [self._named(n) for n in args.tools]
         if args.choices is not None:
             kwargs["choices"] = [
-                self.entries[c] if isinstance(c, str) and c in self.entries else c
+                self._named(c) if isinstance(c, str) and c in self.registry else c
                 for c in args.choices
             ]
         return kwargs
+
+    def _named(self, name: str) -> Any:
+        return self.entries[name] if name in self.entries else self.registry.get(name)
 
 
 class _Injections:
@@ -321,10 +352,9 @@ def _build_runtime(scenario: Scenario, provider: Provider) -> tuple[Runtime, _Bu
     the steering listener and the follow-ups in place."""
     box: dict[str, Runtime] = {}
     build = _Build(scenario, box)
-    registry = ToolRegistry(build.entries.values())
-    for set_name, members in scenario.toolsets.items():
-        registry.define_toolset(set_name, members)
-    runtime = Runtime(provider=provider, registry=registry, system_prompt=scenario.system_prompt)
+    runtime = Runtime(
+        provider=provider, registry=build.registry, system_prompt=scenario.system_prompt
+    )
     box["runtime"] = runtime
     recorder = TraceRecorder()
     runtime.subscribe(recorder)
@@ -350,16 +380,17 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
     observed = provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
     runtime, build, recorder, injections = _build_runtime(scenario, observed)
     start = time.perf_counter()
-    run = asyncio.ensure_future(
-        runtime.aexec(scenario.exec.content, **build.exec_kwargs(scenario.exec))
-    )
-    timed_out: int | None = None
-    if not await _finished(run, scenario.timeout):
-        timed_out = len(recorder.trace)  # abort it (real time: the virtual clock never waits)
-        runtime.abort()
-        if not await _finished(run, _GRACE_SECONDS):
-            run.cancel()
-            await asyncio.wait({run})
+    with scenario_env(scenario.env):
+        run = asyncio.ensure_future(
+            runtime.aexec(scenario.exec.content, **build.exec_kwargs(scenario.exec))
+        )
+        timed_out: int | None = None
+        if not await _finished(run, scenario.timeout):
+            timed_out = len(recorder.trace)  # abort it (real time: the virtual clock never waits)
+            runtime.abort()
+            if not await _finished(run, _GRACE_SECONDS):
+                run.cancel()
+                await asyncio.wait({run})
     result: Any = None
     error: BaseException | None = None
     try:

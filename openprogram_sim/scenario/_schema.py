@@ -80,8 +80,15 @@ class ExecArgs(_Model):
 
 
 class ToolDef(_Model):
-    """A simulated tool. At most one of ``returns``, ``raises`` and ``exec``."""
+    """A simulated tool (at most one of ``returns``, ``raises`` and ``exec``), or the user's
+    own tool named by ``python:``, whose spec and body come from the code (``returns`` or
+    ``raises`` then stub its body out)."""
 
+    python: str | None = Field(
+        None,
+        description="The user's tool, 'package.module:name' (an @function/@agentic_function, a "
+        "{spec, execute} dict or any Tool); its spec comes from the code.",
+    )
     description: str = ""
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
@@ -111,6 +118,13 @@ class ToolDef(_Model):
             raise ValueError(f"a tool has one behaviour; it gives {' and '.join(given)}: keep one")
         if self.updates and (self.raises is not None or self.exec is not None):
             raise ValueError("updates: only a tool that returns reports progress here")
+        if self.python is not None:
+            from_code = {"description", "parameters", "exec"} & self.model_fields_set
+            if from_code:
+                raise ValueError(
+                    f"a python: tool takes its {' and '.join(sorted(from_code))} from the "
+                    "code; remove them (returns: or raises: may stub its body out)"
+                )
         return self
 
 
@@ -295,6 +309,14 @@ class Scenario(_Model):
     description: str = ""
     tags: list[str] = Field(default_factory=list)
     system_prompt: str = ""
+    registry: str | None = Field(
+        None,
+        description="The user's ToolRegistry, 'package.module:name': its tools, toolsets, "
+        "gating and deferred tools (a copy per run; the scenario's tools are added to it).",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables set for the run (restored after)."
+    )
     tools: dict[str, ToolDef] = Field(default_factory=dict)
     toolsets: dict[str, list[str]] = Field(
         default_factory=dict, description="Named toolsets over the scenario's tools."
@@ -314,6 +336,9 @@ class Scenario(_Model):
     expect: Expect = Field(default_factory=Expect)
     path: str = Field("", exclude=True, description="(set by the loader)")
     _lines: Any = PrivateAttr(default=None)
+    _python: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """The user's objects the scenario's ``python:``/``registry:`` references name
+    (imported by the loader)."""
 
     def __eq__(self, other: object) -> bool:
         # Two scenarios are equal when their contents are: where each was loaded from (the
