@@ -23,6 +23,8 @@ from typing import Any, Protocol, TypeVar
 
 from hypothesis import strategies as st
 
+from openprogram_sim.fuzz._rules import HARD_CAP, effective_cap
+
 T = TypeVar("T")
 
 TOOL_NAMES = ("search", "fetch", "calc", "notes", "research", "deep", "clock", "flaky")
@@ -73,13 +75,19 @@ files (which cannot abort) never use it."""
 
 _KIND_WEIGHTS = {"text": 8, "calls": 16}  # the others weigh 1
 
-MAX_ITERATIONS = (None, 0, -1, 1, 2, 3, 5, 50, 51, 100)
-"""``max_iterations`` values: not given, the floor (0, negative), small caps, the hard
-cap and beyond it."""
+MAX_ITERATIONS: tuple[int | range | None, ...] = (
+    None, 0, 1, HARD_CAP, range(2, HARD_CAP), range(HARD_CAP + 1, 201), range(-5, 0),
+)  # fmt: skip
+"""``max_iterations`` choices, plainest first: not given, the floor (0), one round, the hard
+cap, the caps between, past the hard cap, negative. A range is one choice, then a value in
+it. The first four are the common ones: the seed's cap rule turns on them."""
+
+SPIN_ONE_IN = 64
+"""One scenario in this many is a model that never stops picking, past its cap."""
 
 _CALL_WEIGHTS = {"valid": 6, "invalid": 2, "unknown": 1}
 _MENU_WEIGHTS = {"full": 6, "list": 3}  # the others weigh 1
-_CAP_WEIGHTS = {None: 4}  # the others weigh 1
+_CAP_WEIGHTS = {None: 3, 0: 2, 1: 2, HARD_CAP: 2, range(2, HARD_CAP): 2}  # the others weigh 1
 
 RAW_ARGUMENTS = ("not json", "[1, 2]", "42", '{"q": ', "null")
 """Argument texts that are not a JSON object (sent verbatim)."""
@@ -158,6 +166,15 @@ def flag(src: Source) -> bool:
 def weighted(src: Source, options: Sequence[T], weights: Mapping[Any, int]) -> T:
     pool = [o for o in options for _ in range(weights.get(o, 1))]
     return pick(src, pool)
+
+
+def max_iterations(src: Source, caps: Sequence[int | range | None]) -> int | None:
+    """A ``max_iterations`` value: a weighted choice among ``caps`` (see
+    :data:`MAX_ITERATIONS`), then a value if the choice is a range."""
+    choice = weighted(src, caps, _CAP_WEIGHTS)
+    if isinstance(choice, range):
+        return choice[integer(src, 0, len(choice) - 1)]
+    return choice
 
 
 def many(src: Source, element: Callable[[], T], low: int, high: int) -> list[T]:
@@ -244,7 +261,7 @@ def nested_exec(
         out["tools"] = []
     elif menu == "none":
         out["toolset"] = "none"
-    cap = pick(src, caps)
+    cap = max_iterations(src, caps)
     if cap is not None:
         out["max_iterations"] = cap
     return out
@@ -362,14 +379,26 @@ def script(
     turn: Callable[[], dict[str, Any]],
     spin: bool,
 ) -> list[dict[str, Any]]:
+    """A script of ``low`` to ``high`` turns, most ending on a final answer; with ``spin``,
+    one in :data:`SPIN_ONE_IN` is a model that never stops picking, past the hard cap."""
+    if spin and integer(src, 0, SPIN_ONE_IN - 1) == SPIN_ONE_IN - 1:
+        return spinning(src, tools, HARD_CAP + integer(src, 0, 2))
     turns = many(src, turn, low, high)
     if integer(src, 0, 7) != 0:  # most scripts end on a final answer, some run dry
         turns.append({"text": text(src)})
-    # Rarely, a model that never stops picking: enough identical tool-call rounds to hit
-    # the hard cap of 50 (about one script in 500).
-    if spin and integer(src, 0, 511) == 511:
-        picks = [call_entry(n, {}) for n in sorted(tools)[:1]] or [call_entry("nope", {})]
-        turns += [{"tool_calls": picks}] * integer(src, 50, 52)
+    return turns
+
+
+def spinning(
+    src: Source, tools: Mapping[str, Mapping[str, Any]], rounds: int
+) -> list[dict[str, Any]]:
+    """``rounds`` identical tool-call rounds, then a final answer: a model that would pick
+    forever, to run a loop into its cap. It calls a tool without a nested exec (which would
+    eat the script), or an unknown one."""
+    plain = [name for name in sorted(tools) if "exec" not in tools[name]]
+    name = plain[0] if plain else UNKNOWN_TOOL_NAMES[0]
+    turns = [{"tool_calls": [call_entry(name, {})]} for _ in range(rounds)]
+    turns.append({"text": text(src)})
     return turns
 
 
@@ -379,6 +408,16 @@ def script(
 def exec_args(
     src: Source, names: Sequence[str], menus: Sequence[str], caps: Sequence[Any]
 ) -> dict[str, Any]:
+    out = exec_call(src, names, menus)
+    cap = max_iterations(src, caps)
+    if cap is not None:
+        out["max_iterations"] = cap
+    return out
+
+
+def exec_call(src: Source, names: Sequence[str], menus: Sequence[str]) -> dict[str, Any]:
+    """An ``exec:`` without its cap: the prompt, the tools menu, tool_choice and
+    parallel_tool_calls."""
     out: dict[str, Any] = {"content": text(src)}
     menu = weighted(src, menus, _MENU_WEIGHTS)
     if menu == "list":
@@ -396,9 +435,6 @@ def exec_args(
     parallel = pick(src, (None, True, False))
     if parallel is not None:
         out["parallel_tool_calls"] = parallel
-    cap = weighted(src, caps, _CAP_WEIGHTS)
-    if cap is not None:
-        out["max_iterations"] = cap
     return out
 
 
@@ -436,17 +472,26 @@ def scenario_dict(
     max_follow_ups: int,
     spin: bool,
 ) -> dict[str, Any]:
+    # The outer cap comes first, so it is always drawn from the bytes (never their
+    # simplest default) and the shrinker moves it last; then whether the model spins.
+    cap = max_iterations(src, caps)
+    spins = spin and integer(src, 0, SPIN_ONE_IN - 1) == SPIN_ONE_IN - 1
     tools = toolbox(src, min_tools, max_tools, behaviours, caps)
     data: dict[str, Any] = {
         "scenario": "generated",
         "tools": tools,
-        "exec": exec_args(src, sorted(tools), menus, caps),
+        "exec": exec_call(src, sorted(tools), menus),
     }
+    if cap is not None:
+        data["exec"]["max_iterations"] = cap
 
     def turn() -> dict[str, Any]:
         return model_turn(src, tools, kinds, max_calls, True, True, True)
 
-    data["model"] = script(src, tools, min_turns, max_turns, turn, spin)
+    if spins:  # up to two rounds past the run's cap
+        data["model"] = spinning(src, tools, effective_cap(cap) + integer(src, 0, 2))
+    else:
+        data["model"] = script(src, tools, min_turns, max_turns, turn, False)
     steering = steering_points(src, max_steering, 2 * max_calls, max(1, max_turns))
     if steering:
         data["steering"] = steering

@@ -6,11 +6,13 @@ Records are what the report renders and what pytest-xdist workers ship to the co
     id, kind ("scenario" | "invalid" | "python"), title, path, description, tags,
     status ("passed" | "failed" | "error" | "skipped"), duration (seconds),
     props (see :func:`trace_properties`), failure (the diff text), issues (load errors),
-    result, error, runs: [{label, trace, usage, steering, follow_ups, timeline}]
+    result, error, runs: [{label, trace, numbers, usage, steering, follow_ups, timeline}]
 
 A run's ``trace`` is the trace without ``message_start``/``message_update`` entries (the
-``message_end`` carries the same fields), which keeps large suites small; its ``timeline``
-is the tree the report draws (see :func:`~openprogram_sim.report.build_timeline`).
+``message_end`` carries the same fields), which keeps large suites small; ``numbers`` gives
+each kept entry its position in the trace as recorded, the ``#N`` a failure's diff names;
+its ``timeline`` is the tree the report draws (see
+:func:`~openprogram_sim.report.build_timeline`).
 """
 
 from __future__ import annotations
@@ -91,11 +93,14 @@ def run_entry(
     steering: Sequence[str] = (),
     follow_ups: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One run of a record: its (compacted) trace, per model call its usage, the steering and
-    follow-up texts it was given, and the timeline built from them."""
+    """One run of a record: its (compacted) trace and each kept entry's number in ``trace``,
+    per model call its usage, the steering and follow-up texts it was given, and the timeline
+    built from them."""
+    kept = [(i, e) for i, e in enumerate(trace) if e.get("type") not in _DROPPED]
     run: dict[str, Any] = {
         "label": label,
-        "trace": plain([e for e in trace if e.get("type") not in _DROPPED]),
+        "trace": plain([e for _, e in kept]),
+        "numbers": [i for i, _ in kept],
         "usage": [_usage(u) for u in usage],
         "steering": list(steering),
         "follow_ups": list(follow_ups),

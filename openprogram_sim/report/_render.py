@@ -1,9 +1,9 @@
 """Rendering records into one self-contained HTML file, and writing it atomically.
 
 The page is server-rendered down to one lean row per test (verdict, title, path, tags and,
-for a failure, its diff), so it reads and parses without JavaScript. Everything else (the
-properties, the result, each run's trace and timeline tree, built in Python by
-:func:`~openprogram_sim.report.build_timeline`) is one JSON blob in a
+for a failure, its diff), failures first, so it reads and parses without JavaScript.
+Everything else (the properties, the result, each run's trace and timeline tree, built in
+Python by :func:`~openprogram_sim.report.build_timeline`) is one JSON blob in a
 ``<script type="application/json">`` element, which the inline script parses and draws
 only when a row is first opened, so a suite of thousands opens fast.
 """
@@ -26,6 +26,8 @@ from markupsafe import Markup
 __all__ = ["embed_json", "render_report", "write_report"]
 
 STATUSES = ("passed", "failed", "error", "skipped")
+_ROW_ORDER = {status: rank for rank, status in enumerate(("failed", "error", "skipped", "passed"))}
+"""Rows by verdict: what needs a look first (a status not listed goes last)."""
 _ESCAPES = {
     "<": "\\u003c",
     ">": "\\u003e",
@@ -98,6 +100,10 @@ def _summary(records: list[Mapping[str, Any]], wall_time: float | None) -> dict[
     }
 
 
+def _row_key(record: Mapping[str, Any]) -> tuple[int, str]:
+    return _ROW_ORDER.get(record["status"], len(_ROW_ORDER)), record["id"]
+
+
 def render_report(
     records: Iterable[Mapping[str, Any]],
     *,
@@ -105,8 +111,9 @@ def render_report(
     source: str = "",
     wall_time: float | None = None,
 ) -> str:
-    """The HTML page for ``records`` (sorted by id)."""
-    rows = sorted(records, key=lambda r: r["id"])
+    """The HTML page for ``records``: failed, then error, skipped and passed rows, each
+    group sorted by id."""
+    rows = sorted(records, key=_row_key)
     template = _environment().get_template("report.html.j2")
     return template.render(
         stats=_stats,

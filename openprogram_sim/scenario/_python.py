@@ -66,10 +66,13 @@ def _add_to_path(roots: Sequence[Path]) -> None:
             sys.path.insert(0, text)
 
 
-def import_ref(ref: str, roots: Sequence[Path] = ()) -> Any:
-    """The object ``ref`` (``"pkg.module:attr"``, attr may be dotted) names."""
+def import_ref(ref: str, roots: Sequence[Path] = (), *, module_ok: bool = False) -> Any:
+    """The object ``ref`` (``"pkg.module:attr"``, attr may be dotted) names; with
+    ``module_ok``, a bare ``"pkg.module"`` is the module itself."""
     module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
+    if module_ok and not sep:
+        attr = ""
+    elif not sep or not module_name or not attr:
         raise PythonRefError(f"{ref!r} is not a reference: write it as 'package.module:name'")
     _add_to_path(roots)
     try:
@@ -80,7 +83,7 @@ def import_ref(ref: str, roots: Sequence[Path] = ()) -> Any:
             f"cannot import module {module_name!r} for {ref!r}: {type(exc).__name__}: {exc} "
             f"(searched from {where})"
         ) from exc
-    for part in attr.split("."):
+    for part in attr.split(".") if attr else ():
         try:
             value = getattr(value, part)
         except AttributeError:

@@ -1,7 +1,9 @@
 // openprogram report: filters over the server-rendered rows, and each row's timeline drawn
 // from its embedded JSON only when the row is opened (so thousands of rows load fast). The
 // timeline tree is built in Python (openprogram_sim/report/_timeline.py); this only draws it.
-// Everything from the data goes into the page through textContent, never as HTML.
+// Every drawn node shows the trace numbers it was built from (#6–7), the #N a diff names; a
+// #N in a failure's text is a link to the node. Everything from the data goes into the page
+// through textContent, never as HTML.
 (function () {
   "use strict";
 
@@ -53,6 +55,71 @@
     return name + "(" + (args === undefined ? "" : json(args)) + ")";
   }
 
+  // ------------------------------------------------------------------ trace numbers
+
+  // #6, or #6–9 for a node built from several entries; "" for none.
+  function numberText(at) {
+    if (!at || !at.length) return "";
+    var first = at[0], last = at[at.length - 1];
+    return "#" + first + (last !== first ? "–" + last : "");
+  }
+
+  // Marks a node with its numbers (found by showNumber) and puts their label first in it.
+  function numbered(node, at) {
+    var list = (at || []).filter(function (n) { return n !== null && n !== undefined; });
+    if (list.length) node.dataset.at = list.join(" ");
+    node.insertBefore(el("span", "at", numberText(list)), node.firstChild);
+    return node;
+  }
+
+  // The node showing entry n: the one whose numbers hold n, else the one with the highest
+  // number below it (a tool result message, dropped from the report's copy of the trace,
+  // lands on its call).
+  function nodeOf(section, n) {
+    var best = null, bestAt = -1;
+    Array.prototype.forEach.call(section.querySelectorAll(".timeline [data-at]"), function (node) {
+      node.dataset.at.split(" ").forEach(function (text) {
+        var k = Number(text);
+        if (k <= n && k > bestAt) { best = node; bestAt = k; }
+      });
+    });
+    return best;
+  }
+
+  function showNumber(row, n) {
+    var section = row.querySelector(".run");
+    if (!section) return null;
+    Array.prototype.forEach.call(row.querySelectorAll(".hit"), function (old) {
+      old.classList.remove("hit");
+    });
+    var line = section.querySelector('.raw .line[data-at="' + n + '"]');
+    if (line) line.classList.add("hit");
+    var node = nodeOf(section, n);
+    if (node) {
+      node.classList.add("hit");
+      node.scrollIntoView({ block: "center" });
+    }
+    return node;
+  }
+
+  // Each #N of a failure's text becomes a link to its node (when the test has one run: with
+  // several, the text does not say which trace it counts in).
+  function linkNumbers(pre) {
+    var text = pre.textContent, pattern = /#(\d+)\b/g, parts = [], last = 0, match;
+    while ((match = pattern.exec(text)) !== null) {
+      parts.push(document.createTextNode(text.slice(last, match.index)));
+      var link = el("a", "at-link", match[0]);
+      link.href = "#";
+      link.dataset.at = match[1];
+      parts.push(link);
+      last = pattern.lastIndex;
+    }
+    if (!parts.length) return;
+    parts.push(document.createTextNode(text.slice(last)));
+    pre.textContent = "";
+    parts.forEach(function (part) { pre.appendChild(part); });
+  }
+
   // ------------------------------------------------------------------ tree -> DOM
 
   function usageText(u) {
@@ -76,7 +143,7 @@
     if (item.kind === "user") {
       row = el("div", "ev user" + (item.entered ? " entered" : ""));
       add(row, el("span", "label", item.label), collapsible("text", item.text));
-      return row;
+      return numbered(row, item.at);
     }
     if (item.kind === "model") {
       row = el("div", "ev model");
@@ -92,20 +159,20 @@
           (item.error ? " " + item.error : "")));
       }
       if (item.usage) add(row, el("span", "usage", usageText(item.usage)));
-      return row;
+      return numbered(row, item.at);
     }
     if (item.kind === "tool") {
       var box = el("div", "tool-box");
       row = el("div", "ev tool" + (item.skipped ? " skipped" : ""));
       add(row, el("span", "label", item.skipped ? "skipped" : "tool"),
         el("span", "call", callText(item.name, item.args)));
-      add(box, row);
+      add(box, numbered(row, item.at));
       if (!item.nested.length) {
         add(row, el("span", null, "  "), resultOf(item));
         return box;
       }
       item.nested.forEach(function (ex) { add(box, renderExec(ex)); });
-      add(box, add(el("div", "ev"), el("span", "label", ""), resultOf(item)));
+      add(box, add(el("div", "ev"), el("span", "at"), el("span", "label", ""), resultOf(item)));
       return box;
     }
     if (item.kind === "nested") return renderExec(item.exec);
@@ -117,12 +184,14 @@
     box.dataset.depth = exec.depth;
     var total = exec.rounds.length;
     if (exec.depth) {
-      add(box, el("div", "exec-head", "nested exec · depth " + exec.depth + " · " + total +
-        " round" + (total === 1 ? "" : "s")));
+      var head = add(el("div", "exec-head"), el("span", null, "nested exec · depth " + exec.depth +
+        " · " + total + " round" + (total === 1 ? "" : "s")));
+      add(box, numbered(head, [exec.start]));
     }
     exec.rounds.forEach(function (round, i) {
       var r = el("div", "round");
-      add(r, el("div", "round-head", "round " + (i + 1) + "/" + total));
+      var head = add(el("div", "round-head"), el("span", null, "round " + (i + 1) + "/" + total));
+      add(r, numbered(head, round.at));
       round.items.forEach(function (item) { add(r, renderItem(item)); });
       add(box, r);
     });
@@ -135,21 +204,33 @@
       aborted: "ended: aborted",
       unfinished: "the trace ends before agent_end"
     }[reason] || "ended: " + reason;
-    add(box, el("div", "stop " + reason, note));
+    var stop = add(el("div", "stop " + reason), el("span", null, note));
+    add(box, numbered(stop, [exec.end]));
     return box;
   }
 
-  function rawLines(trace) {
-    return trace.map(function (e, i) {
-      var line = "#" + i + " " + e.type + " d" + (e.depth || 0) + " r" + (e.round || 0);
-      if (e.tool_name) line += " " + callText(e.tool_name, e.args);
-      if (e.type === "tool_execution_end") line += (e.is_error ? " -> error: " : " -> ok: ") + json(e.result);
-      if (e.role) line += " " + e.role + (e.text ? " " + json(e.text) : "");
-      if (e.tool_calls && e.tool_calls.length) line += " calls=" + json(e.tool_calls);
-      if (e.stop_reason && e.type === "message_end") line += " [" + e.stop_reason + "]";
-      if (e.reason) line += " reason=" + e.reason;
-      return line;
-    }).join("\n");
+  // One line per entry the report kept, numbered as in the trace a diff counts in.
+  function rawView(run) {
+    var trace = run.trace || [], numbers = run.numbers || [];
+    var pre = el("pre");
+    trace.forEach(function (e, i) {
+      var n = i < numbers.length ? numbers[i] : i;
+      var line = el("span", "line", rawLine(e, n));
+      line.dataset.at = n;
+      add(pre, line);
+    });
+    return pre;
+  }
+
+  function rawLine(e, n) {
+    var line = "#" + n + " " + e.type + " d" + (e.depth || 0) + " r" + (e.round || 0);
+    if (e.tool_name) line += " " + callText(e.tool_name, e.args);
+    if (e.type === "tool_execution_end") line += (e.is_error ? " -> error: " : " -> ok: ") + json(e.result);
+    if (e.role) line += " " + e.role + (e.text ? " " + json(e.text) : "");
+    if (e.tool_calls && e.tool_calls.length) line += " calls=" + json(e.tool_calls);
+    if (e.stop_reason && e.type === "message_end") line += " [" + e.stop_reason + "]";
+    if (e.reason) line += " reason=" + e.reason;
+    return line;
   }
 
   // The details of every row, parsed from the page's one JSON blob on first use.
@@ -171,7 +252,7 @@
     var raw = el("details", "raw");
     add(raw, el("summary", null, "raw events (" + (run.trace || []).length + ")"));
     raw.addEventListener("toggle", function () {
-      if (raw.open && raw.childNodes.length === 1) add(raw, el("pre", null, rawLines(run.trace || [])));
+      if (raw.open && raw.childNodes.length === 1) add(raw, rawView(run));
     });
     return add(box, raw);
   }
@@ -202,6 +283,8 @@
     var runs = d.runs || [];
     runs.forEach(function (run, i) { add(body, renderRun(run, i, runs.length)); });
     add(row, body);
+    var failure = row.querySelector("pre.failure");
+    if (failure && runs.length === 1) linkNumbers(failure);
   }
 
   // ------------------------------------------------------------------ filters
@@ -244,6 +327,12 @@
   function byId(id) { return id ? document.getElementById(id) : null; }
 
   document.addEventListener("click", function (event) {
+    var number = event.target.closest ? event.target.closest("a.at-link") : null;
+    if (number) {
+      event.preventDefault();
+      showNumber(number.closest("details.test"), Number(number.dataset.at));
+      return;
+    }
     var link = event.target.closest ? event.target.closest("a[data-goto]") : null;
     if (!link) return;
     var row = byId(link.dataset.goto);
@@ -263,5 +352,5 @@
   // A link to #t12 opens that row.
   var target = byId(location.hash.slice(1));
   if (target && target.tagName === "DETAILS") target.open = true;
-  window.openprogramReport = { rows: rows, render: renderBody };
+  window.openprogramReport = { rows: rows, render: renderBody, show: showNumber };
 })();

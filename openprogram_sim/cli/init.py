@@ -1,0 +1,134 @@
+"""``openprogram-sim init REF``: a starter scenario for the tools a module or registry has.
+
+``REF`` is ``package.module`` (every tool defined in it), ``package.module:registry`` (a
+``ToolRegistry``: the scenario then uses it with ``registry:``) or ``package.module:tool``.
+The scenario calls each tool once, one round per tool, with arguments built from its schema,
+then answers in text; its expectations pin that each call ran without error and the run
+stopped. An ``@agentic_function`` (whose body calls exec) is stubbed with ``returns:`` so the
+starter runs without scripting its nested run; the comment says how to run it for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["add_parser", "command", "starter_scenario"]
+
+
+def _tools_of(value: Any, ref: str) -> tuple[list[tuple[str, Any, str]], str | None]:
+    """``([(name, object, ref)], registry_ref)`` for what ``ref`` names."""
+    from openprogram import ToolRegistry
+    from openprogram.tools import as_tool
+
+    if isinstance(value, ToolRegistry):
+        return [(t.name, t.source or t, _ref_of(t.source)) for t in value.tools()], ref
+    if isinstance(value, ModuleType):
+        found = []
+        for attr, obj in sorted(vars(value).items()):
+            own = getattr(obj, "__openprogram_tool__", None)
+            if own is not None and getattr(obj, "__module__", None) == value.__name__:
+                found.append((own.name, obj, f"{value.__name__}:{attr}"))
+        return found, None
+    tool = as_tool(value)
+    return [(tool.name, value, ref)], None
+
+
+def _ref_of(obj: Any) -> str:
+    """``module:name`` where ``obj`` (a decorated function) is importable, else ``""``."""
+    fn = getattr(obj, "__wrapped__", obj)
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
+    if module and name and getattr(sys.modules.get(module), name, None) is obj:
+        return f"{module}:{name}"
+    return ""
+
+
+def _flow(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def starter_scenario(ref: str, schema_ref: str = "schema/scenario.schema.json") -> str:
+    """The YAML text of a starter scenario for ``ref`` (see the module docstring)."""
+    from openprogram.tools import as_tool
+    from openprogram_sim.models import example_arguments
+    from openprogram_sim.scenario._python import import_ref, import_roots
+
+    value = import_ref(ref, import_roots(None), module_ok=True)
+    found, registry = _tools_of(value, ref)
+    if not found:
+        raise ValueError(f"{ref!r} has no tools (@function, @agentic_function or Tool objects)")
+    lines = [f"# yaml-language-server: $schema={schema_ref}"]
+    lines.append(f"scenario: every tool of {ref} is called once and answers")
+    lines.append(f"description: A starter made by `openprogram-sim init {ref}`; edit it.")
+    lines.append("tags: [starter]")
+    if registry:
+        lines.append(f"registry: {_flow(registry)}")
+    lines.append("tools:")
+    turns, ends = [], []
+    for name, obj, tool_ref in found:
+        tool = as_tool(obj)
+        agentic = bool(getattr(obj, "agentic", False))
+        entry: dict[str, Any] = {}
+        if tool_ref and (agentic or not registry):
+            entry["python"] = tool_ref
+        if agentic:
+            entry["returns"] = f"(stubbed) {name} result"
+        if entry:
+            note = "  # agentic: remove returns: and script its nested turns" if agentic else ""
+            lines.append(f"  {name}: {_flow(entry)}{note}")
+        args = example_arguments(tool.spec.parameters)
+        turns.append(f"  - tool_calls: [{_flow({name: args})}]")
+        ends.append(f"    - tool_execution_end: {_flow({'tool_name': name, 'is_error': False})}")
+    if lines[-1] == "tools:":
+        lines.pop()
+    names = [name for name, _, _ in found]
+    lines.append(f"exec: {_flow({'content': 'Use each tool once.', 'tools': names})}")
+    lines.append("model:")
+    lines.extend(turns)
+    lines.append('  - text: "Done."')
+    lines.append("expect:")
+    lines.append('  result: "Done."')
+    lines.append(f"  model_calls: {len(turns) + 1}")
+    lines.append("  events:")
+    lines.extend(ends)
+    lines.append("    - agent_end: {reason: stop}")
+    return "\n".join(lines) + "\n"
+
+
+def command(args: argparse.Namespace) -> int:
+    from openprogram_sim.scenario._python import PythonRefError
+
+    try:
+        text = starter_scenario(args.ref, args.schema)
+    except (PythonRefError, TypeError, ValueError, KeyError) as exc:
+        print(f"openprogram-sim init: {exc}", file=sys.stderr)
+        return 2
+    if args.output:
+        target = Path(args.output)
+        if target.exists() and not args.force:
+            print(f"openprogram-sim init: {target} exists; pass --force to replace it",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        print(f"openprogram-sim init: wrote {target}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    init = sub.add_parser("init", help="write a starter scenario for your module's tools")
+    init.add_argument("ref", help="package.module, package.module:registry or :tool")
+    init.add_argument("-o", "--output", help="write to this file instead of stdout")
+    init.add_argument("--force", action="store_true", help="replace an existing file")
+    init.add_argument(
+        "--schema",
+        default="schema/scenario.schema.json",
+        help="the $schema path for editors (relative to the written file)",
+    )
+    init.set_defaults(func=command)
