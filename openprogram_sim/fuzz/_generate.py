@@ -82,7 +82,7 @@ MAX_ITERATIONS: tuple[int | range | None, ...] = (
 cap, the caps between, past the hard cap, negative. A range is one choice, then a value in
 it. The first four are the common ones: the seed's cap rule turns on them."""
 
-SPIN_ONE_IN = 64
+SPIN_ONE_IN = 32
 """One scenario in this many is a model that never stops picking, past its cap."""
 
 _CALL_WEIGHTS = {"valid": 6, "invalid": 2, "unknown": 1}

@@ -69,7 +69,10 @@ def test_public_names_are_pinned() -> None:
         (lambda: strategies.model_turns(max_calls=0), "max_calls=0 must be between 1 and 16"),
         (lambda: strategies.model_turns({}, unknown=False), "tools is empty and unknown=False"),
         (lambda: strategies.tool_calls({"name": {}}), "other than 'name'"),
-        (lambda: strategies.exec_args(max_iterations=["3"]), "each value is an int or None"),
+        (
+            lambda: strategies.exec_args(max_iterations=["3"]),
+            "each value is an int, None or a non-empty range",
+        ),
         (lambda: strategies.scenario_dicts(kinds=["text", "hang"]), "cannot abort"),
         (lambda: strategies.scenarios(min_turns=5, max_turns=2), "min_turns=5 is greater"),
         (lambda: strategies.steering(max_points=True), "must be an int"),
