@@ -37,8 +37,9 @@ test. The rules applied, in the seed's order:
 Whether a call's arguments are valid is asked of ``parse_arguments`` and
 ``validate_tool_arguments``, the tool layer's rule the seed names, never of the loop. What
 these rules do not decide (``choices:``, deferred tools, named toolsets and gating keys,
-``fault: hang``, ``abort:``, a cassette model, a nested prompt with format fields other
-than ``{name}``) makes :func:`predict` raise :class:`UnpredictableScenario` rather than guess.
+``fault: hang``, ``abort:``, the user's code (``python:``, ``registry:``), a cassette
+model, a nested prompt with format fields other than ``{name}``) makes :func:`predict`
+raise :class:`UnpredictableScenario` rather than guess.
 """
 
 from __future__ import annotations
@@ -418,7 +419,11 @@ def _odd_fields(content: str) -> bool:
 
 
 def _check_supported(scenario: Scenario) -> None:
+    if scenario.registry is not None:
+        raise UnpredictableScenario("registry: (the user's tools, gating and toolsets)")
     for name, spec in scenario.tools.items():
+        if spec.python is not None:
+            raise UnpredictableScenario(f"tool {name!r} is the user's code (python:)")
         gated = spec.defer or spec.toolsets or not spec.expose or spec.unsafe_in
         if gated or spec.requires_env:
             raise UnpredictableScenario(
