@@ -2,10 +2,12 @@
 
 ``REF`` is ``package.module`` (every tool defined in it), ``package.module:registry`` (a
 ``ToolRegistry``: the scenario then uses it with ``registry:``) or ``package.module:tool``.
-The scenario calls each tool once, one round per tool, with arguments built from its schema,
-then answers in text; its expectations pin that each call ran without error and the run
-stopped. An ``@agentic_function`` (whose body calls exec) is stubbed with ``returns:`` so the
-starter runs without scripting its nested run; the comment says how to run it for real.
+The scenario calls each tool once, one round per tool, with arguments built from its schema
+(placeholders: a tool may well reject them), then answers in text; its expectations pin that
+each tool was called, in order, and the run stopped. Gated tools' ``requires_env`` variables
+are set with ``env:`` so they are offered. An ``@agentic_function`` (whose body calls exec) is
+stubbed with ``returns:`` so the starter runs without scripting its nested run; the comment
+says how to run it for real.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ def starter_scenario(ref: str, schema_ref: str = "schema/scenario.schema.json") 
         lines.append(f"registry: {_flow(registry)}")
     lines.append("tools:")
     turns, ends = [], []
+    env: dict[str, str] = {}
     for name, obj, tool_ref in found:
         tool = as_tool(obj)
         agentic = bool(getattr(obj, "agentic", False))
@@ -82,9 +85,12 @@ def starter_scenario(ref: str, schema_ref: str = "schema/scenario.schema.json") 
             lines.append(f"  {name}: {_flow(entry)}{note}")
         args = example_arguments(tool.spec.parameters)
         turns.append(f"  - tool_calls: [{_flow({name: args})}]")
-        ends.append(f"    - tool_execution_end: {_flow({'tool_name': name, 'is_error': False})}")
+        ends.append(f"    - tool_execution_end: {_flow({'tool_name': name})}")
+        env.update(dict.fromkeys(tool.gates.requires_env, "set-by-the-starter"))
     if lines[-1] == "tools:":
         lines.pop()
+    if env:
+        lines.append(f"env: {_flow(env)}  # the gated tools' variables, so they are offered")
     names = [name for name, _, _ in found]
     lines.append(f"exec: {_flow({'content': 'Use each tool once.', 'tools': names})}")
     lines.append("model:")
@@ -93,7 +99,7 @@ def starter_scenario(ref: str, schema_ref: str = "schema/scenario.schema.json") 
     lines.append("expect:")
     lines.append('  result: "Done."')
     lines.append(f"  model_calls: {len(turns) + 1}")
-    lines.append("  events:")
+    lines.append("  events:  # add is_error: false and results once the arguments are real ones")
     lines.extend(ends)
     lines.append("    - agent_end: {reason: stop}")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""A small weather agent: real tools, a toolset, a gated tool and an agentic function."""
