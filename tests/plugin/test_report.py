@@ -99,6 +99,29 @@ def test_thousands_of_tests_render_fast_and_build_no_timeline_up_front(tmp_path:
     assert len(html) < 3000 * 4000
 
 
+def test_failures_come_first_in_the_served_page() -> None:
+    statuses = ["passed", "failed", "error", "passed", "skipped", "failed", "error", "passed"]
+    records = [
+        bulk_record(i, status=status, duration=0.01 * i) for i, status in enumerate(statuses)
+    ]
+    html = report_pkg.render_report(reversed(records))
+    rows = parse_report(html).rows  # the markup as served: no script has run
+    # failed, error, skipped, passed; by id within each
+    assert [(r["status"], r["title"]) for r in rows] == [
+        ("failed", "test 1"),
+        ("failed", "test 5"),
+        ("error", "test 2"),
+        ("error", "test 6"),
+        ("skipped", "test 4"),
+        ("passed", "test 0"),
+        ("passed", "test 3"),
+        ("passed", "test 7"),
+    ]
+    # the summary's link to the slowest test still lands on its row
+    (slowest,) = re.findall(r'<a href="#(t\d+)" data-goto="t\d+">test 7</a>', html)
+    assert f'id="{slowest}" data-i="{slowest[1:]}" data-id="tests/test_x.py::test_00007"' in html
+
+
 def test_the_report_is_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "r.html"
     report_pkg.write_report(target, [bulk_record(1)])
@@ -133,6 +156,7 @@ def test_openprogram_sim_run_writes_the_same_report(
     parsed = parse_report((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
     by_path = {r["id"]: r for r in parsed.rows}
     assert set(by_path) == set(TITLES) | {"scenarios/bad/typo.yaml"}
+    assert [r["status"] for r in parsed.rows] == ["failed", "error"] + ["passed"] * 4
     assert by_path["scenarios/steering/broken.yaml"]["status"] == "failed"
     assert "<- differs" in by_path["scenarios/steering/broken.yaml"]["failure"]
     assert by_path["scenarios/bad/typo.yaml"]["status"] == "error"
