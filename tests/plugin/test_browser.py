@@ -8,6 +8,7 @@ In CI (CI set) a missing browser fails this test; locally it is skipped with the
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ import pytest
 from plugin_data import TITLES, bulk_record, write_scenarios
 
 from openprogram_sim.cli import main as cli_main
+
+DASH = "\u2013"  # an en dash, between the first and last number of an item
 
 FLAGS = (
     "--headless",
@@ -93,6 +96,12 @@ def _errors(driver: Any) -> list[dict[str, Any]]:
     return [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "ERROR")]
 
 
+def _click(driver: Any, element: Any) -> None:
+    """Click in the middle of the window, clear of the sticky filter bar."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()
+
+
 def _open(driver: Any, test_id: str) -> Any:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -159,6 +168,60 @@ def test_every_scenario_is_listed_and_timelines_expand(browser: Any, report_url:
     one_pick = _open(browser, "scenarios/basics/one_pick.yaml")
     assert "usage input 12 · output 3" in one_pick.text
 
+    assert _errors(browser) == []
+
+
+def test_a_diffs_numbers_are_on_the_timeline_and_lead_to_it(browser: Any, report_url: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(report_url)
+    rows = browser.find_elements(By.CSS_SELECTOR, "details.test")
+    assert [r.get_attribute("data-status") for r in rows] == ["failed", "error"] + ["passed"] * 4
+    broken = _open(browser, "scenarios/steering/broken.yaml")
+    failure = broken.find_element(By.CSS_SELECTOR, "pre.failure")
+    diff = failure.text
+    found = re.search(r"closest actual tool_execution_end: #(\d+)", diff)
+    assert found is not None, diff
+    named = int(found.group(1))
+    assert re.search(rf"#{named} +tool_execution_end +d0 r1 search\(\{{\"q\": \"b\"\}}\)", diff)
+
+    # the item built from that entry: the skipped call of q="b", from its start to its end
+    (item,) = [
+        node
+        for node in broken.find_elements(By.CSS_SELECTOR, ".timeline [data-at]")
+        if str(named) in node.get_attribute("data-at").split()
+    ]
+    assert item.find_element(By.CSS_SELECTOR, ".call").text == 'search(q="b")'
+    assert item.find_element(By.CSS_SELECTOR, ".at").text == f"#{named - 1}{DASH}{named}"
+    assert "skipped" in item.get_attribute("class").split()
+    for ev in broken.find_elements(By.CSS_SELECTOR, ".timeline .ev.user, .ev.model, .ev.tool"):
+        assert re.fullmatch(rf"#\d+({DASH}\d+)?", ev.find_element(By.CSS_SELECTOR, ".at").text)
+
+    # the raw view numbers its lines the same way
+    raw = broken.find_element(By.CSS_SELECTOR, "details.raw")
+    _click(browser, raw.find_element(By.TAG_NAME, "summary"))
+    line = WebDriverWait(browser, 10).until(
+        lambda _: raw.find_element(By.CSS_SELECTOR, f'.line[data-at="{named}"]')
+    )
+    assert line.text.startswith(f'#{named} tool_execution_end d0 r1 search(q="b") -> error: ')
+    result = raw.find_element(By.CSS_SELECTOR, '.line[data-at="9"]')
+    assert re.search(r"#9 +message_end +d0 r1 toolResult", diff)
+    assert result.text == '#9 message_end d0 r1 toolResult "3 results"'
+    assert "numbered as recorded" in raw.find_element(By.TAG_NAME, "summary").text
+
+    # each #N of the diff is a link to its item; the text reads as before
+    assert failure.text == diff
+    links = failure.find_elements(By.CSS_SELECTOR, "a.at-link")
+    assert [a.text for a in links][-1] == f"#{named}"  # the closest actual
+    _click(browser, links[-1])
+    assert broken.find_elements(By.CSS_SELECTOR, ".timeline .hit") == [item]
+    assert "hit" in line.get_attribute("class").split()
+    # "at #8", a message_start, which the report leaves out: the call before it (q="a")
+    assert re.search(r"\(at #8\):\n.*\n.*\n.*\n +> #8 +message_start", diff), diff
+    _click(browser, next(a for a in links if a.text == "#8"))
+    (hit,) = broken.find_elements(By.CSS_SELECTOR, ".timeline .hit")
+    assert hit.find_element(By.CSS_SELECTOR, ".call").text == 'search(q="a")'
     assert _errors(browser) == []
 
 

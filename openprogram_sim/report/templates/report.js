@@ -224,7 +224,7 @@
 
   function rawLine(e, n) {
     var line = "#" + n + " " + e.type + " d" + (e.depth || 0) + " r" + (e.round || 0);
-    if (e.tool_name) line += " " + callText(e.tool_name, e.args);
+    if (e.type.indexOf("tool_execution") === 0) line += " " + callText(e.tool_name, e.args);
     if (e.type === "tool_execution_end") line += (e.is_error ? " -> error: " : " -> ok: ") + json(e.result);
     if (e.role) line += " " + e.role + (e.text ? " " + json(e.text) : "");
     if (e.tool_calls && e.tool_calls.length) line += " calls=" + json(e.tool_calls);
@@ -250,7 +250,10 @@
     var timeline = add(el("div", "timeline"), renderExec(run.timeline));
     add(box, timeline);
     var raw = el("details", "raw");
-    add(raw, el("summary", null, "raw events (" + (run.trace || []).length + ")"));
+    var count = (run.trace || []).length, numbers = run.numbers || [];
+    var gaps = numbers.length && numbers[numbers.length - 1] !== numbers.length - 1;
+    add(raw, el("summary", null, "raw events (" + count + ")" + (gaps
+      ? " · numbered as recorded; the message_start/message_update entries are left out" : "")));
     raw.addEventListener("toggle", function () {
       if (raw.open && raw.childNodes.length === 1) add(raw, rawView(run));
     });
