@@ -281,7 +281,7 @@ def parse_scenario(
     except ValidationError as exc:
         issues += [_issue_from_error(e, data, lines, path) for e in exc.errors()]
     extra_names: set[str] | None = set()
-    if scenario is not None:
+    if scenario is not None and _names_python(scenario):
         place = str(origin) if origin is not None else path
         roots = import_roots(place if Path(place).exists() else None, pythonpath)
         extra_names = _resolve_python(scenario, roots, lines, path, issues)
@@ -290,6 +290,10 @@ def parse_scenario(
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0)) from None
     scenario._lines = lines
     return scenario
+
+
+def _names_python(scenario: Scenario) -> bool:
+    return bool(scenario.registry) or any(t.python for t in scenario.tools.values())
 
 
 def _resolve_python(

@@ -20,6 +20,7 @@ import sys
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ class PythonRefError(Exception):
     """A ``pkg.module:attr`` reference that could not be imported (the message says why)."""
 
 
+@lru_cache(maxsize=256)
 def _pyproject_paths(start: Path) -> list[Path]:
     for folder in (start, *start.parents):
         config = folder / "pyproject.toml"

@@ -89,7 +89,7 @@ def decode(raw: bytes) -> str:
 
 
 def _compose(text: str) -> yaml.Node | None:
-    loader = _Loader(text)
+    loader = _FastLoader(text)
     try:
         return loader.get_single_node()  # type: ignore[no-any-return]
     except yaml.MarkedYAMLError as exc:
@@ -180,24 +180,56 @@ class _Builder:
     def __init__(self) -> None:
         self.constructor = yaml.SafeLoader("")
         self.duplicates: list[tuple[tuple[Any, ...], int, int]] = []
+        self.path: list[Any] = []
+        """The key path of the node being built (a tuple is made only for a duplicate)."""
 
-    def build(self, node: yaml.Node, path: tuple[Any, ...]) -> Any:
-        if isinstance(node, yaml.ScalarNode):
+    def build(self, node: yaml.Node) -> Any:
+        if type(node) is yaml.ScalarNode:
             return node.value if node.tag == _STR else self.constructor.construct_object(node)
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        path = self.path
+        if len(path) >= MAX_DEPTH:  # measured already when aliases are present; cheap here
+            _check_limits(node, 1, MAX_DEPTH + 1)
+        if type(node) is yaml.SequenceNode:
+            items = []
+            for i, item in enumerate(node.value):
+                path.append(i)
+                items.append(self.build(item))
+                path.pop()
+            return items
+        return self._mapping(node)
+
+    def _mapping(self, node: yaml.Node) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
-        first_line: dict[Any, int] = {}
+        path = self.path
         for key_node, value_node in node.value:
-            key = self.build(key_node, path)
+            key = self.build(key_node)
             if isinstance(key, (dict, list)):
                 raise YamlProblem(key_node.start_mark.line + 1, "a mapping or list cannot be a key")
-            line = key_node.start_mark.line + 1
-            if key in first_line:
-                self.duplicates.append(((*path, key), first_line[key], line))
-            first_line.setdefault(key, line)
-            out[key] = self.build(value_node, (*path, key))
+            if key in out:
+                first = next(k for k, _ in node.value if self.build(k) == key)
+                line = key_node.start_mark.line + 1
+                self.duplicates.append(((*path, key), first.start_mark.line + 1, line))
+            path.append(key)
+            out[key] = self.build(value_node)
+            path.pop()
         return out
+
+
+_TAGS: dict[tuple[str, tuple[bool, bool]], str] = {}
+"""Implicit tags already resolved, by (value, implicit): scenario files repeat scalars."""
+
+
+class _FastLoader(_Loader):  # type: ignore[misc, valid-type]
+    """The libyaml loader with a memo in front of the (pure-Python) tag resolver."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and len(value) < 64 and len(_TAGS) < 4096:
+            key = (value, implicit)
+            tag = _TAGS.get(key)
+            if tag is None:
+                tag = _TAGS[key] = super().resolve(kind, value, implicit)
+            return tag
+        return super().resolve(kind, value, implicit)
 
 
 def read_yaml(text: str) -> YamlDocument:
@@ -205,10 +237,11 @@ def read_yaml(text: str) -> YamlDocument:
     root = _compose(text)
     if root is None:
         return YamlDocument(None, LineMap(None))
-    _flatten_merges(root)
-    _measure(root)
+    if "&" in text:  # anchors: aliases and merge keys are possible (none without an anchor)
+        _flatten_merges(root)
+        _measure(root)
     builder = _Builder()
-    data = builder.build(root, ())
+    data = builder.build(root)
     return YamlDocument(data, LineMap(root), builder.duplicates)
 
 

@@ -171,8 +171,8 @@ def test_json_schema_covers_every_key() -> None:
     schema = json_schema()
     json.dumps(schema)
     assert set(schema["properties"]) == {
-        "scenario", "description", "tags", "system_prompt", "tools", "toolsets", "exec",
-        "model", "steering", "follow_ups", "abort", "timeout", "expect",
+        "scenario", "description", "tags", "system_prompt", "registry", "env", "tools",
+        "toolsets", "exec", "model", "steering", "follow_ups", "abort", "timeout", "expect",
     }  # fmt: skip
     assert "CassetteModel" not in schema["$defs"]  # not built yet: editors do not offer it
     assert schema["properties"]["model"]["type"] == "array"
@@ -231,7 +231,7 @@ def test_field_values_of_the_wrong_type_are_caught_at_load() -> None:
 def test_every_mistake_of_a_file_is_reported_at_once() -> None:
     text = (
         GOOD.replace("tools: [search]", "tools: [serch]")
-        .replace("content: \"Find it.\"", "content: [not, text]")
+        .replace('content: "Find it."', "content: [not, text]")
         .replace("tool_execution_end:", "tool_execution_ends:")
     )
     assert errors_of(text) == [
