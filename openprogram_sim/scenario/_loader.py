@@ -335,8 +335,11 @@ def _registry_names(value: Any, ref: str) -> set[str]:
 
 
 def _check_tool(value: Any, ref: str, key: str) -> None:
+    from openprogram import ToolRegistry
     from openprogram.tools import as_tool
 
+    if isinstance(value, ToolRegistry):
+        raise TypeError(f"{ref!r} is a ToolRegistry, not a tool: name it with `registry:`")
     tool = as_tool(value)  # a clear TypeError for anything that is not a tool
     if tool.name != key:
         raise ValueError(
