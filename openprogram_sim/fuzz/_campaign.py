@@ -311,8 +311,8 @@ def _run_parallel(
 
 def _removals(data: dict[str, Any]) -> list[Callable[[dict[str, Any]], None]]:
     """Edits that make a scenario smaller: drop a tool no turn calls, a steering point, a
-    follow-up, an exec option, a turn's thinking or latency, a whole turn. Applied last
-    first, so the indices of the edits still to try stay valid."""
+    follow-up, an exec option (the cap included), a turn's thinking or latency, a whole
+    turn. Applied last first, so the indices of the edits still to try stay valid."""
     called = {
         str(c["name"]) if "name" in c else next(iter(c))
         for turn in data["model"]
@@ -332,7 +332,8 @@ def _removals(data: dict[str, Any]) -> list[Callable[[dict[str, Any]], None]]:
     edits += [pop("tools", name) for name in data["tools"] if name not in called]
     edits += [pop("steering", i) for i in reversed(range(len(data.get("steering", []))))]
     edits += [pop("follow_ups", i) for i in reversed(range(len(data.get("follow_ups", []))))]
-    edits += [pop("exec", k) for k in ("tool_choice", "parallel_tool_calls") if k in data["exec"]]
+    options = ("tool_choice", "parallel_tool_calls", "max_iterations")
+    edits += [pop("exec", k) for k in options if k in data["exec"]]
     for i, turn in enumerate(data["model"]):
         edits += [pop("model", i, k) for k in ("thinking", "latency") if k in turn]
     if len(data["model"]) > 1:
