@@ -3,13 +3,26 @@ gives, and the ``openprogram-sim fuzz`` command."""
 
 from __future__ import annotations
 
+import random
+import textwrap
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from openprogram.agent import agent_loop
 from openprogram_sim.cli import main
-from openprogram_sim.fuzz import run_campaign, scenario_from_bytes
-from openprogram_sim.scenario import Scenario
+from openprogram_sim.fuzz import (
+    _campaign,
+    check_invariants,
+    reproduces,
+    run_campaign,
+    run_generated,
+    scenario_from_bytes,
+)
+from openprogram_sim.fuzz._campaign import SCENARIO_BYTES
+from openprogram_sim.scenario import Scenario, load_scenario
 
 
 def test_a_bounded_campaign_finds_no_violation(tmp_path: Path) -> None:
@@ -27,6 +40,7 @@ def test_a_bounded_campaign_finds_no_violation(tmp_path: Path) -> None:
     assert {"stop", "error", "aborted", "cap"} <= set(stats.ends)
     assert stats.steering > 0 and stats.follow_ups > 0
     assert stats.nested_runs > 0 and stats.max_depth >= 2
+    assert stats.max_rounds == 50  # a model that keeps picking, into the hard cap
     assert not list(tmp_path.iterdir())  # nothing written without a violation
 
 
@@ -63,3 +77,79 @@ def test_workers_spread_a_campaign_over_processes() -> None:
     single = run_campaign(64, seed=9, workers=1, regressions=None, chunk_size=32)
     assert result.failure is None
     assert result.stats.summary() == single.stats.summary()  # the same chunks, the same seeds
+
+
+def test_the_generator_reaches_the_caps_the_seed_turns_on() -> None:
+    """``max_iterations`` 0, 1 and 50 (and absent) are common; the values between and
+    beyond come up too."""
+    rng = random.Random(5)
+    caps = Counter(
+        scenario_from_bytes(rng.randbytes(SCENARIO_BYTES))["exec"].get("max_iterations", "absent")
+        for _ in range(2000)
+    )
+    for value in ("absent", 0, 1, 50):
+        assert caps[value] > 200, caps  # each at least one in ten
+    assert any(v not in ("absent", 0, 1, 50) and 1 < v < 50 for v in caps)
+    assert any(v != "absent" and (v < 0 or v > 50) for v in caps)
+
+
+def _write_file(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def test_reproduces_is_exactly_what_run_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = """\
+        scenario: a model that picks twice
+        tools: {search: {returns: hit}}
+        exec: {content: go, max_iterations: 0}
+        model:
+          - tool_calls: [{search: {}}]
+          - text: done
+        """
+    passing = _write_file(
+        tmp_path, "passing.yaml", body.replace("max_iterations: 0", "tools: [search]")
+    )
+    failing = _write_file(tmp_path, "failing.yaml", body + "expect: {model_calls: 1}\n")
+    broken = _write_file(tmp_path, "broken.yaml", body + "expect: {modell_calls: 1}\n")
+    assert [reproduces(p) for p in (passing, failing, broken)] == [False, True, False]
+    assert [main(["run", str(p)]) for p in (passing, failing, broken)] == [0, 1, 2]
+    capsys.readouterr()
+
+    # With the cap off by one, the loop breaks an invariant on a file with no expectations,
+    # yet `run` passes it: such a file does not reproduce anything.
+    real = agent_loop.effective_cap
+    monkeypatch.setattr(agent_loop, "effective_cap", lambda n: real(n) + 1)
+    silent = _write_file(tmp_path, "silent.yaml", body)
+    assert check_invariants(run_generated(load_scenario(silent)))
+    assert reproduces(silent) is False
+    assert main(["run", str(silent)]) == 0
+
+
+def test_a_violation_no_file_can_show_is_reported_not_written(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A violation the correct loop's run does not show (here a false alarm of the checker)
+    gives a regression file that passes, so none is kept, and the campaign says why."""
+
+    def false_alarm(outcome: Any, replay: Any = None) -> list[str]:
+        found = any(e["type"] == "tool_execution_end" for e in outcome.trace)
+        return ["#0 a planted false alarm (no run shows it)"] if found else []
+
+    monkeypatch.setattr(_campaign, "check_outcome_invariants", false_alarm)
+    code = main(["fuzz", "--examples", "200", "--seed", "1", "--regressions", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "INVARIANT VIOLATED" in out and "a planted false alarm" in out
+    assert "no regression scenario written: the violation could not be expressed" in out
+    assert "passes against this loop" in out
+    assert "(reproduces it)" not in out
+    assert not list(tmp_path.iterdir())
+
+    result = run_campaign(200, seed=1, regressions=tmp_path)
+    assert result.failure is not None
+    assert result.failure.path is None and result.failure.reproduced is False
+    assert result.failure.unexpressed is not None
