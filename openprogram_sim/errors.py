@@ -10,6 +10,7 @@
     │                            (also a RuntimeError, like a real provider's bug)
     ├── ToolFailure              what a scenario tool with ``raises:`` raises (a RuntimeError)
     ├── MatchTimeoutError        a ``$regex`` took longer than its time limit on one value
+    ├── MisuseError              the harness was called the wrong way (a RuntimeError)
     └── WireEncodeError          a scripted turn cannot be expressed on an API's wire
                                  (also a ValueError)
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "MatchTimeoutError",
+    "MisuseError",
     "ScenarioError",
     "ScenarioIssue",
     "ScriptExhaustedError",
@@ -85,3 +87,8 @@ class WireEncodeError(SimError, ValueError):
 class MatchTimeoutError(SimError):
     """A ``$regex`` matcher took longer than its time limit against one value (a pattern
     that backtracks catastrophically); the message names the pattern and the value."""
+
+
+class MisuseError(SimError, RuntimeError):
+    """The harness was called the wrong way (e.g. ``run_scenario`` inside a running event
+    loop); the message says what to call instead."""

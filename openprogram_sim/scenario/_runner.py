@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import string
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from openprogram.events import AgentEvent, ProviderEvent
 from openprogram.providers import Context, Provider, StreamOptions
 from openprogram.tools import as_tool
 from openprogram.types import Usage
-from openprogram_sim.errors import ToolFailure
+from openprogram_sim.errors import MisuseError, ToolFailure
 from openprogram_sim.models import ScriptedModel, ScriptedRequest, Turn, TurnToolCall
 from openprogram_sim.scenario._python import import_ref, import_roots, scenario_env
 from openprogram_sim.scenario._schema import ExecArgs, ModelTurn, Scenario, ToolDef
@@ -432,6 +433,42 @@ async def _finished(run: asyncio.Future[Any], seconds: float) -> bool:
     return bool(done)
 
 
+_THREAD = threading.local()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for synchronous runs: one per thread, reused (a fresh loop,
+    and ``asyncio.run``'s signal handling, would cost more than a typical scenario)."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_THREAD, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _THREAD.loop = asyncio.new_event_loop()
+    return loop
+
+
 def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:
-    """Run ``scenario`` once, synchronously (see :func:`arun_scenario`)."""
-    return asyncio.run(arun_scenario(scenario, provider))
+    """Run ``scenario`` once, synchronously (see :func:`arun_scenario`); inside a running
+    event loop, await :func:`arun_scenario` instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise MisuseError(
+            "run_scenario() was called inside a running event loop; "
+            "use `await arun_scenario(scenario)` there"
+        )
+    loop = _loop()
+    try:
+        return loop.run_until_complete(arun_scenario(scenario, provider))
+    finally:
+        _cancel_leftovers(loop)
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel tasks a run left behind (a tool's background task), so the next run on this
+    loop starts clean."""
+    left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in left:
+        task.cancel()
+    if left:
+        loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))

@@ -98,3 +98,43 @@ def test_a_scripted_model_passed_in_is_used_as_is(path: Path) -> None:
     outcome = run_scenario(scenario, model)
     assert outcome.provider is model and model.calls == outcome.model_calls
     assert outcome.trace == run_scenario(scenario).trace
+
+
+def test_run_scenario_inside_a_running_loop_says_to_await_instead() -> None:
+    from openprogram_sim.errors import MisuseError
+
+    scenario = load_scenario(ONE_PICK)
+
+    async def misuse() -> None:
+        with pytest.raises(MisuseError, match="use `await arun_scenario"):
+            run_scenario(scenario)
+        assert check_outcome(await arun_scenario(scenario)).passed
+
+    asyncio.run(misuse())
+
+
+def test_a_background_task_a_tool_leaves_is_cancelled_after_the_run() -> None:
+    from openprogram import Runtime, ToolRegistry
+    from openprogram_sim.scenario._runner import _cancel_leftovers, _loop
+
+    scenario = load_scenario(ONE_PICK)
+    started: list[asyncio.Task[None]] = []
+
+    async def forever() -> None:
+        await asyncio.Event().wait()
+
+    async def spawn(**_: object) -> str:
+        started.append(asyncio.get_running_loop().create_task(forever()))
+        return "spawned"
+
+    async def run_spawning() -> str:
+        runtime = Runtime(provider=build_model(scenario), registry=ToolRegistry())
+        spec = {"name": "search", "parameters": {"type": "object", "properties": {}}}
+        return str(await runtime.aexec("go", tools=[{"spec": spec, "execute": spawn}]))
+
+    loop = _loop()  # the loop run_scenario reuses
+    assert loop.run_until_complete(run_spawning()) == "Paris."
+    assert started and not started[0].done()
+    _cancel_leftovers(loop)  # what run_scenario does after each run
+    assert started[0].cancelled()
+    assert check_outcome(run_scenario(scenario)).passed
