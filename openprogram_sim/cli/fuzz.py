@@ -75,7 +75,7 @@ def fuzz_command(
     if failure.path is not None:
         print(f"regression scenario written: {failure.path} (reproduces it)", file=out)
         print(
-            f"  replay: openprogram-sim run {failure.path}  (fails now; passes once fixed)",
+            f"  replay: openprogram-sim run {failure.path}  (fails now; a correct loop passes it)",
             file=out,
         )
     elif failure.unexpressed is not None:
