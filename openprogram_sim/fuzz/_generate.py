@@ -397,7 +397,7 @@ def spinning(
     eat the script), or an unknown one."""
     plain = [name for name in sorted(tools) if "exec" not in tools[name]]
     name = plain[0] if plain else UNKNOWN_TOOL_NAMES[0]
-    turns = [{"tool_calls": [call_entry(name, {})]} for _ in range(rounds)]
+    turns: list[dict[str, Any]] = [{"tool_calls": [call_entry(name, {})]} for _ in range(rounds)]
     turns.append({"text": text(src)})
     return turns
 

@@ -118,6 +118,7 @@ class Prediction:
     fired: list[int] = field(default_factory=list)
     """Indices of the steering entries whose point is reached, in firing order."""
     skipped: int = 0
+    """Calls skipped because steering arrived mid-batch."""
 
     @property
     def model_calls(self) -> int:
@@ -211,11 +212,8 @@ class _Walk:
         unknown = set(args.tools or ()) - set(self.scenario.tools)
         if unknown:
             raise UnpredictableScenario(f"exec offers tools the scenario lacks: {sorted(unknown)}")
-        if args.tools is not None:
-            chosen, passed_down = list(args.tools), list(args.tools)
-        else:
-            chosen = inherited if inherited is not None else list(self.scenario.tools)
-            passed_down = inherited
+        passed_down = list(args.tools) if args.tools is not None else inherited
+        chosen = passed_down if passed_down is not None else list(self.scenario.tools)
         return (set() if args.toolset == "none" else set(chosen)), passed_down
 
     def _deliver(self, pending: list[str], depth: int, round_: int, history: _History) -> None:
