@@ -1,0 +1,216 @@
+"""Wire faults: what a scripted turn does to the HTTP exchange itself (status, headers,
+timing, a cut connection, a corrupt chunk), and the :class:`Delivery` that carries them
+to a server.
+
+A turn names them under a ``wire:`` key, next to the turn's usual keys::
+
+    {"stop_reason": "error", "error": "slow down", "wire": {"status": 429, "retry_after": 2}}
+    {"text": "Partly cloudy.", "wire": {"cut_after": 3}}
+    {"text": "Partly cloudy.", "latency": 0.5, "wire": {"interval": 0.05}}
+
+The turn's own keys keep their meaning on the wire: ``latency`` is the real time before
+the first byte, ``fault: truncate`` ends the stream cleanly before its terminal event,
+``fault: raise`` drops the connection after the body (a provider that crashed), and
+``fault: hang`` sends the body, then holds the connection open until the client gives
+up (a non-streamed reply sends nothing at all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from openprogram_sim.models import Turn
+from openprogram_sim.wire._encode import ErrorMode, TurnLike, encode
+from openprogram_sim.wire._errors import error_response
+from openprogram_sim.wire._plan import EVENT_STREAM, WireResponse
+
+__all__ = ["Delivery", "WireFault", "deliver", "split_turn"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WireFault:
+    """What one turn does to the HTTP exchange (the ``wire:`` key of a turn). Every
+    field is optional; the default is a well-behaved response."""
+
+    status: int | None = None
+    """An HTTP error status (e.g. 429, 500, 503, Anthropic's 529): the turn is answered
+    with that status and the API's own error body, carrying the turn's ``error`` text.
+    With ``error_mode: stream`` it names the error type of the in-stream error event
+    instead (e.g. 424: Bedrock's ``modelStreamErrorException``)."""
+    retry_after: float | None = None
+    """Seconds, sent as the ``retry-after`` header (with an error status)."""
+    retry_after_ms: int | None = None
+    """Milliseconds, sent as ``retry-after-ms`` (the header OpenAI's clients read first)."""
+    error_mode: ErrorMode = "auto"
+    """For an ``error`` stop: ``http`` (an error status), ``stream`` (an error event
+    inside a 200 stream, after the content) or ``auto`` (see :func:`~openprogram_sim.wire.
+    encode`)."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Extra response headers."""
+    cut_after: int | None = None
+    """Drop the connection after this many body chunks (0: right after the headers),
+    without ending the response: the client sees a broken transfer."""
+    corrupt_chunk: int | None = None
+    """Replace body chunk N (from 1) with bytes the client cannot parse (invalid JSON in
+    an SSE event or a JSON body, a bad checksum in an AWS event-stream frame)."""
+    interval: float = 0.0
+    """Real seconds between body chunks."""
+
+    @classmethod
+    def coerce(cls, value: WireFault | Mapping[str, Any] | None) -> WireFault:
+        """A WireFault from itself, a dict of its fields, or ``None`` (no fault)."""
+        if value is None:
+            return _NONE
+        if isinstance(value, WireFault):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(f"wire: must be a dict of {', '.join(_KEYS)}; got {value!r}")
+        unknown = sorted(set(value) - set(_KEYS))
+        if unknown:
+            raise ValueError(f"unknown wire key(s) {unknown}; allowed: {', '.join(_KEYS)}")
+        fault = cls(**dict(value))
+        fault._check()
+        return fault
+
+    def _check(self) -> None:
+        if self.status is not None and not 400 <= self.status <= 599:
+            raise ValueError(
+                f"wire.status must be an HTTP error status (400-599), got {self.status}"
+            )
+        for name in ("cut_after", "corrupt_chunk"):
+            value = getattr(self, name)
+            low = 0 if name == "cut_after" else 1
+            if value is not None and (not isinstance(value, int) or value < low):
+                raise ValueError(f"wire.{name} must be an integer >= {low}, got {value!r}")
+        if self.interval < 0:
+            raise ValueError(f"wire.interval must be >= 0 seconds, got {self.interval}")
+        if self.error_mode not in ("auto", "http", "stream"):
+            raise ValueError(
+                f"wire.error_mode must be auto, http or stream, got {self.error_mode!r}"
+            )
+
+
+_KEYS = tuple(f.name for f in fields(WireFault))
+_NONE = WireFault()
+
+
+def split_turn(value: TurnLike | tuple[TurnLike, WireFault]) -> tuple[Turn, WireFault]:
+    """A turn and its wire fault from a dict with an optional ``wire:`` key, a
+    :class:`~openprogram_sim.models.Turn` (no fault), a string, or a ready pair."""
+    if isinstance(value, tuple):
+        turn, fault = value
+        return Turn.coerce(turn), WireFault.coerce(fault)
+    if isinstance(value, Mapping) and "wire" in value:
+        rest = {k: v for k, v in value.items() if k != "wire"}
+        return Turn.coerce(rest), WireFault.coerce(value["wire"])
+    return Turn.coerce(value), _NONE
+
+
+@dataclass(slots=True, kw_only=True)
+class Delivery:
+    """A response and how to deliver it over a real connection."""
+
+    response: WireResponse
+    delay: float = 0.0
+    """Seconds before the status line (time to first byte)."""
+    interval: float = 0.0
+    """Seconds between body chunks."""
+    cut_after: int | None = None
+    """Drop the connection after this many chunks."""
+    hang: bool = False
+    """After the chunks (or, with ``hang_first``, before anything), hold the connection
+    until the client gives up or the server stops."""
+    hang_first: bool = False
+
+
+def deliver(
+    api: str,
+    turn: Turn,
+    fault: WireFault = _NONE,
+    *,
+    stream: bool,
+    model: str = "scripted",
+    seq: int = 1,
+    chunk_size: int = 24,
+) -> Delivery:
+    """How a server answers ``turn`` (with ``fault``) on ``api``.
+
+    Raises:
+        WireEncodeError: the turn cannot be expressed on this wire.
+    """
+    http_error = fault.status is not None and fault.error_mode != "stream"
+    if http_error:
+        message = turn.error or f"scripted HTTP {fault.status}"
+        response = error_response(api, fault.status, message)
+    else:
+        shown = turn
+        if turn.fault in ("raise", "hang"):
+            # the body as sent before the failure: a stream without its end, a whole
+            # JSON body (cut on the socket, or never sent)
+            shown = replace(turn, fault="truncate" if stream else None)
+        response = encode(
+            api,
+            shown,
+            stream=stream,
+            model=model,
+            seq=seq,
+            chunk_size=chunk_size,
+            error_status=fault.status if fault.status is not None else 500,
+            error_mode=fault.error_mode,
+        )
+    response = _with_headers(response, fault)
+    if fault.corrupt_chunk is not None:
+        response = _corrupt(response, fault.corrupt_chunk)
+    out = Delivery(
+        response=response, delay=turn.latency, interval=fault.interval, cut_after=fault.cut_after
+    )
+    if not http_error and turn.fault == "raise":
+        out.cut_after = _raise_cut(out)
+    elif not http_error and turn.fault == "hang":
+        out.hang = True
+        out.hang_first = not stream
+    return out
+
+
+def _with_headers(response: WireResponse, fault: WireFault) -> WireResponse:
+    headers = dict(response.headers)
+    if fault.retry_after is not None:
+        headers["retry-after"] = f"{fault.retry_after:g}"
+    if fault.retry_after_ms is not None:
+        headers["retry-after-ms"] = str(fault.retry_after_ms)
+    headers.update({k.lower(): v for k, v in fault.headers.items()})
+    return WireResponse(response.status, headers, list(response.chunks))
+
+
+def _raise_cut(out: Delivery) -> int:
+    """A crashed provider: the body (a streamed reply's events, half a JSON body), then
+    the connection drops."""
+    chunks = out.response.chunks
+    if out.response.content_type.startswith("application/json") and len(chunks) == 1:
+        whole = chunks[0]
+        out.response.chunks = [whole[: len(whole) // 2], whole[len(whole) // 2 :]]
+        return 1
+    return len(chunks)
+
+
+_CORRUPT_JSON = b'{"openprogram_sim": corrupt chunk'
+
+
+def _corrupt(response: WireResponse, n: int) -> WireResponse:
+    chunks = list(response.chunks)
+    if n > len(chunks):
+        raise ValueError(f"wire.corrupt_chunk is {n}, but the response has {len(chunks)} chunk(s)")
+    chunk = chunks[n - 1]
+    if response.content_type.startswith(EVENT_STREAM):
+        broken = bytearray(chunk)
+        broken[-5] ^= 0xFF  # a payload byte: the message checksum no longer matches
+        chunks[n - 1] = bytes(broken)
+    elif response.content_type.startswith("text/event-stream"):
+        head, sep, _ = chunk.partition(b"data: ")
+        end = b"\r\n\r\n" if chunk.endswith(b"\r\n\r\n") else b"\n\n"
+        chunks[n - 1] = head + (sep or b"data: ") + _CORRUPT_JSON + end
+    else:
+        chunks[n - 1] = _CORRUPT_JSON
+    return WireResponse(response.status, response.headers, chunks)

@@ -1,0 +1,352 @@
+"""Reading a request body a client sent back into the fields ``expect.requests`` compares.
+
+:func:`read_request` is the inverse of what the adapters send (``build_request`` and
+``tool_choice_fields`` of each API), written against the wire shapes so it also reads what
+other clients send (the official SDKs, other agent frameworks). It gives the same keys as
+:func:`~openprogram_sim.scenario.request_to_dict`.
+
+What HTTP cannot carry is read as follows:
+
+* ``depth`` is 0 and ``round`` the request's number in its session: a server does not see
+  which exec a call came from. Pick a request by ``call:`` when a client nests calls.
+* ``tool_choice`` absent is ``"auto"`` (every API's default when tools are offered).
+  Bedrock has no ``"none"``: such a request offers no tools and reads as ``tools: []``.
+* ``parallel_tool_calls`` is ``None`` unless the body says so (OpenAI's
+  ``parallel_tool_calls``, Anthropic's ``disable_parallel_tool_use``); Gemini and Bedrock
+  have no such field.
+* a tool result's ``is_error`` is read where the wire carries it (Anthropic ``is_error``,
+  Gemini ``response.error``, Bedrock ``status``); OpenAI's tool messages carry none, so
+  the key is left out. Its ``tool_name`` comes from the call it answers.
+* thinking is not a message field, and tool calls a client sent as text (a request
+  without tools) stay text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["read_request"]
+
+
+def read_request(api: str, body: Any, *, index: int) -> dict[str, Any]:
+    """The ``expect.requests`` fields of request ``index`` (from 1) of ``api``."""
+    body = body if isinstance(body, dict) else {}
+    reader = _READERS[api]
+    tools, choice, parallel, system, messages = reader(body)
+    return {
+        "call": index,
+        "depth": 0,
+        "round": index,
+        "tools": tools,
+        "tool_choice": choice,
+        "parallel_tool_calls": parallel,
+        "system_prompt": system,
+        "message_count": len(messages),
+        "last_message": messages[-1] if messages else None,
+        "messages": messages,
+    }
+
+
+Read = tuple[list[str], Any, bool | None, str, list[dict[str, Any]]]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _text(content: Any, kinds: Iterable[str] = ("text", "input_text", "output_text")) -> str:
+    """The text of a content value: a string, or a list of typed parts."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    wanted = set(kinds)
+    return "".join(
+        str(p.get("text", ""))
+        for p in content
+        if isinstance(p, dict) and (p.get("type") in wanted or ("type" not in p and "text" in p))
+    )
+
+
+def _arguments(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value if value is not None else {}
+    if not value.strip():
+        return {}
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value  # malformed arguments travel as the model wrote them
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "text": text}
+
+
+def _assistant(text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": "assistant", "text": text, "tool_calls": calls}
+
+
+def _result(text: str, name: str | None, is_error: bool | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {"role": "toolResult", "text": text, "tool_name": name}
+    if is_error is not None:
+        fields["is_error"] = is_error
+    return fields
+
+
+def _names(specs: Any, name_of: Callable[[dict[str, Any]], Any]) -> list[str]:
+    if not isinstance(specs, list):
+        return []
+    names = (name_of(s) for s in specs if isinstance(s, dict))
+    return [str(n) for n in names if n]
+
+
+def _openai_choice(value: Any) -> Any:
+    if value is None:
+        return "auto"
+    if isinstance(value, dict):
+        name = value.get("name") or (value.get("function") or {}).get("name")
+        return {"type": "function", "name": name} if name else value
+    return value
+
+
+# --------------------------------------------------------------------------- OpenAI Chat
+
+
+def _read_openai_chat(body: dict[str, Any]) -> Read:
+    tools = _names(body.get("tools"), lambda t: (t.get("function") or {}).get("name"))
+    system: list[str] = []
+    messages: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        if role in ("system", "developer"):
+            system.append(_text(m.get("content")))
+        elif role == "user":
+            messages.append(_user(_text(m.get("content"))))
+        elif role == "assistant":
+            calls = []
+            for c in m.get("tool_calls") or []:
+                fn = c.get("function") or {}
+                names[str(c.get("id"))] = fn.get("name")
+                calls.append({"name": fn.get("name"), "arguments": _arguments(fn.get("arguments"))})
+            messages.append(_assistant(_text(m.get("content")), calls))
+        elif role == "tool":
+            name = names.get(str(m.get("tool_call_id")))
+            messages.append(_result(_text(m.get("content")), name, None))
+    parallel = body.get("parallel_tool_calls")
+    return tools, _openai_choice(body.get("tool_choice")), parallel, "\n".join(system), messages
+
+
+# --------------------------------------------------------------------------- OpenAI Responses
+
+
+def _read_openai_responses(body: dict[str, Any]) -> Read:
+    tools = _names(body.get("tools"), lambda t: t.get("name"))
+    raw = body.get("input")
+    items = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw or []
+    system = [str(body["instructions"])] if body.get("instructions") else []
+    messages: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        role = item.get("role")
+        if kind == "message" and role in ("system", "developer"):
+            system.append(_text(item.get("content")))
+        elif kind == "message" and role == "user":
+            messages.append(_user(_text(item.get("content"))))
+        elif kind == "message" and role == "assistant":
+            _open_assistant(messages)["text"] += _text(item.get("content"))
+        elif kind == "function_call":
+            names[str(item.get("call_id"))] = item.get("name")
+            call = {"name": item.get("name"), "arguments": _arguments(item.get("arguments"))}
+            _open_assistant(messages)["tool_calls"].append(call)
+        elif kind == "function_call_output":
+            name = names.get(str(item.get("call_id")))
+            messages.append(_result(_text(item.get("output")), name, None))
+    parallel = body.get("parallel_tool_calls")
+    return tools, _openai_choice(body.get("tool_choice")), parallel, "\n".join(system), messages
+
+
+def _open_assistant(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The assistant message the next output item belongs to (items of one reply follow
+    each other; anything else in between starts a new reply)."""
+    if not messages or messages[-1]["role"] != "assistant":
+        messages.append(_assistant("", []))
+    return messages[-1]
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def _read_anthropic(body: dict[str, Any]) -> Read:
+    tools = _names(body.get("tools"), lambda t: t.get("name"))
+    raw = body.get("tool_choice")
+    choice: Any = "auto"
+    parallel: bool | None = None
+    if isinstance(raw, dict):
+        kind = raw.get("type")
+        modes = {"auto": "auto", "any": "required", "none": "none"}
+        choice = (
+            {"type": "function", "name": raw.get("name")}
+            if kind == "tool"
+            else modes.get(kind, raw)
+        )
+        if raw.get("disable_parallel_tool_use") is True:
+            parallel = False
+    system = body.get("system")
+    messages: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        if m.get("role") == "assistant":
+            calls = []
+            for b in blocks:
+                if isinstance(b, dict) and b.get("type") == "tool_use":
+                    names[str(b.get("id"))] = b.get("name")
+                    calls.append({"name": b.get("name"), "arguments": b.get("input") or {}})
+            messages.append(_assistant(_text(blocks, ("text",)), calls))
+        else:
+            messages.extend(_anthropic_user(blocks, names))
+    return tools, choice, parallel, _text(system, ("text",)), messages
+
+
+def _anthropic_user(blocks: list[Any], names: dict[str, str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "tool_result":
+            name = names.get(str(b.get("tool_use_id")))
+            out.append(_result(_text(b.get("content"), ("text",)), name, bool(b.get("is_error"))))
+        elif b.get("type") == "text":
+            if out and out[-1]["role"] == "user":
+                out[-1]["text"] += b.get("text", "")
+            else:
+                out.append(_user(str(b.get("text", ""))))
+    return out
+
+
+# --------------------------------------------------------------------------- Gemini
+
+
+def _read_gemini(body: dict[str, Any]) -> Read:
+    declarations = [
+        d
+        for t in body.get("tools") or []
+        if isinstance(t, dict)
+        for d in t.get("functionDeclarations") or t.get("function_declarations") or []
+    ]
+    tools = _names(declarations, lambda d: d.get("name"))
+    config = (body.get("toolConfig") or body.get("tool_config") or {}).get(
+        "functionCallingConfig"
+    ) or {}
+    choice: Any = {"AUTO": "auto", "ANY": "required", "NONE": "none"}.get(
+        str(config.get("mode", "AUTO")).upper(), "auto"
+    )
+    allowed = config.get("allowedFunctionNames") or config.get("allowed_function_names")
+    if choice == "required" and isinstance(allowed, list) and len(allowed) == 1:
+        choice = {"type": "function", "name": allowed[0]}
+    system_raw = body.get("systemInstruction") or body.get("system_instruction") or {}
+    system = _text(system_raw.get("parts") if isinstance(system_raw, dict) else system_raw)
+    messages: list[dict[str, Any]] = []
+    for content in body.get("contents") or []:
+        if isinstance(content, dict):
+            messages.extend(_gemini_content(content))
+    return tools, choice, None, system, messages
+
+
+def _gemini_content(content: dict[str, Any]) -> list[dict[str, Any]]:
+    parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+    if content.get("role") == "model":
+        calls = []
+        for p in parts:
+            call = p.get("functionCall") or p.get("function_call")
+            if call:
+                calls.append({"name": call.get("name"), "arguments": call.get("args") or {}})
+        text = "".join(str(p.get("text", "")) for p in parts if not p.get("thought"))
+        return [_assistant(text, calls)]
+    out: list[dict[str, Any]] = []
+    for p in parts:
+        reply = p.get("functionResponse") or p.get("function_response")
+        if reply:
+            response = reply.get("response") or {}
+            failed = "error" in response and "output" not in response
+            value = response.get("error" if failed else "output", response)
+            text = value if isinstance(value, str) else json.dumps(value)
+            out.append(_result(text, reply.get("name"), failed))
+        elif "text" in p:
+            if out and out[-1]["role"] == "user":
+                out[-1]["text"] += str(p["text"])
+            else:
+                out.append(_user(str(p["text"])))
+    return out
+
+
+# --------------------------------------------------------------------------- Bedrock
+
+
+def _read_bedrock(body: dict[str, Any]) -> Read:
+    config = body.get("toolConfig") or {}
+    tools = _names(config.get("tools"), lambda t: (t.get("toolSpec") or {}).get("name"))
+    raw = config.get("toolChoice") or {}
+    choice: Any = "auto"
+    if "any" in raw:
+        choice = "required"
+    elif "tool" in raw:
+        choice = {"type": "function", "name": (raw.get("tool") or {}).get("name")}
+    system = "\n".join(
+        str(s["text"]) for s in body.get("system") or [] if isinstance(s, dict) and "text" in s
+    )
+    messages: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for m in body.get("messages") or []:
+        if isinstance(m, dict):
+            messages.extend(_bedrock_message(m, names))
+    return tools, choice, None, system, messages
+
+
+def _bedrock_message(m: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
+    blocks = [b for b in m.get("content") or [] if isinstance(b, dict)]
+    if m.get("role") == "assistant":
+        calls = []
+        for b in blocks:
+            use = b.get("toolUse")
+            if use:
+                names[str(use.get("toolUseId"))] = use.get("name")
+                calls.append({"name": use.get("name"), "arguments": use.get("input") or {}})
+        return [_assistant("".join(str(b["text"]) for b in blocks if "text" in b), calls)]
+    out: list[dict[str, Any]] = []
+    for b in blocks:
+        result = b.get("toolResult")
+        if result:
+            text = "".join(
+                str(c.get("text", "")) if "text" in c else json.dumps(c.get("json"))
+                for c in result.get("content") or []
+                if isinstance(c, dict)
+            )
+            name = names.get(str(result.get("toolUseId")))
+            out.append(_result(text, name, result.get("status") == "error"))
+        elif "text" in b:
+            if out and out[-1]["role"] == "user":
+                out[-1]["text"] += str(b["text"])
+            else:
+                out.append(_user(str(b["text"])))
+    return out
+
+
+_READERS: dict[str, Callable[[dict[str, Any]], Read]] = {
+    "openai-chat": _read_openai_chat,
+    "openai-responses": _read_openai_responses,
+    "anthropic": _read_anthropic,
+    "gemini": _read_gemini,
+    "bedrock": _read_bedrock,
+}
