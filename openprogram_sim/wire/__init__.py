@@ -62,7 +62,9 @@ What each scripted turn becomes:
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.wire._encode import APIS, as_carried, encode
 from openprogram_sim.wire._errors import ERROR_CATALOG, error_response
+from openprogram_sim.wire._faults import WireFault
 from openprogram_sim.wire._plan import WireResponse
+from openprogram_sim.wire._requests import read_request
 from openprogram_sim.wire._routing import route
 from openprogram_sim.wire._scripted import (
     CREDENTIAL_HEADERS,
@@ -78,18 +80,38 @@ __all__ = [
     "CREDENTIAL_HEADERS",
     "ERROR_CATALOG",
     "ScriptedWire",
+    "ServeReport",
     "WireEncodeError",
+    "WireFault",
     "WireRequest",
     "WireResponse",
+    "WireServer",
     "as_carried",
     "encode",
     "error_response",
     "mask_headers",
     "mask_url",
+    "read_request",
     "route",
+    "serve",
     "to_httpx",
 ]
 
-for _cls in (ScriptedWire, WireRequest, WireResponse):
+for _cls in (ScriptedWire, WireFault, WireRequest, WireResponse):
     _cls.__module__ = __name__
 del _cls
+
+_SERVER_NAMES = ("ServeReport", "WireServer", "serve")
+
+
+def __getattr__(name: str) -> object:
+    # The server (uvicorn, starlette) loads on first use, not with the encoders.
+    if name in _SERVER_NAMES:
+        from openprogram_sim.wire import _server
+
+        value = getattr(_server, name)
+        if isinstance(value, type):
+            value.__module__ = __name__
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
