@@ -1,0 +1,123 @@
+"""``openprogram-sim serve SCENARIO``: the scenario's model turns over real HTTP, as every
+provider API, until Ctrl-C; then what the clients did, checked like ``run`` checks it."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from openprogram_sim.errors import ScenarioError
+
+__all__ = ["add_parser", "banner", "command"]
+
+
+def banner(server: Any, title: str, turns: int) -> str:
+    """The start-up text: where each API's clients point."""
+    url = server.url
+    rows = [
+        ("OpenAI (Chat, Responses)", server.base_url("openai"), "base_url"),
+        ("Anthropic", server.base_url("anthropic"), f"base_url (openprogram: {url}/v1)"),
+        ("Gemini", server.base_url("gemini"), f"base_url (openprogram: {url}/v1beta)"),
+        ("Bedrock", server.base_url("bedrock"), "endpoint_url"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines = [
+        f"openprogram-sim serve: {title} ({turns} scripted turn{'s' if turns != 1 else ''})",
+        f"listening on {url}  (Ctrl-C to stop)",
+        *(f"  {name.ljust(width)}  {link}  {what}" for name, link, what in rows),
+        f"sessions: {url}/s/NAME/... (e.g. {url}/s/NAME/v1) plays a fresh copy of the "
+        "script per NAME",
+    ]
+    return "\n".join(lines)
+
+
+def command(args: argparse.Namespace) -> int:
+    from openprogram_sim.scenario import load_scenario
+    from openprogram_sim.wire import WireServer
+
+    try:
+        scenario = load_scenario(args.scenario, pythonpath=args.pythonpath)
+    except ScenarioError as exc:
+        print(f"openprogram-sim: {exc}", file=sys.stderr)
+        return 2
+    log = None if args.quiet else _printer(sys.stderr)
+    try:
+        server = WireServer(
+            scenario, host=args.host, port=args.port, chunk_size=args.chunk_size, log=log
+        )
+    except OSError as exc:
+        print(f"openprogram-sim: {exc}", file=sys.stderr)
+        return 2
+    turns = len(server.app.script)
+    print(banner(server, scenario.scenario, turns), flush=True)
+    with _stop_on_signals(server):
+        server.run()
+    return _report(server, sys.stdout)
+
+
+def _printer(stream: TextIO) -> Any:
+    def log(line: str) -> None:
+        print(line, file=stream, flush=True)
+
+    return log
+
+
+@contextmanager
+def _stop_on_signals(server: Any) -> Generator[None, None, None]:
+    """Ctrl-C and SIGTERM end the server gracefully, once; the report still prints
+    (uvicorn's own handling would raise the signal again after shutting down)."""
+
+    def stop(signum: int, frame: Any) -> None:
+        server.request_stop()
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _report(server: Any, out: TextIO) -> int:
+    report = server.check()
+    calls = sum(len(s.calls) for s in server.app.sessions.values())
+    sessions = ", ".join(report.checked)
+    print(f"\nopenprogram-sim serve: {calls} model call(s); checked: {sessions}", file=out)
+    if report.passed:
+        print("PASS every scripted turn was served; expect.requests holds", file=out)
+        return 0
+    print(f"FAIL {len(report.failures)} problem(s)", file=out)
+    print(report.render(), file=out)
+    return 1
+
+
+def add_parser(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve a scenario's model turns over HTTP as the OpenAI, Anthropic, Gemini and "
+        "Bedrock APIs",
+        description="Serve SCENARIO's model turns, one per request, to any client: the "
+        "official SDKs, other agent frameworks, openprogram's adapters. At exit (Ctrl-C), "
+        "turns never requested and expect.requests are checked (exit status 1 on failure).",
+    )
+    serve.add_argument("scenario", help="the scenario file")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port to listen on (0: any free port)"
+    )
+    serve.add_argument(
+        "--chunk-size", type=int, default=24, metavar="N", help="characters per streamed piece"
+    )
+    serve.add_argument("-q", "--quiet", action="store_true", help="no line per request")
+    serve.add_argument(
+        "--pythonpath",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder the scenario's own Python is imported from (repeatable)",
+    )
+    serve.set_defaults(func=command)
