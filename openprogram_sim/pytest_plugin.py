@@ -233,18 +233,16 @@ class ScenarioItem(pytest.Item):
     def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
-        self.record: dict[str, Any] | None = None
+        self.verdict: Verdict | None = None
         # the title is a keyword too, so -k matches any word of it
         self.extra_keyword_matches.add(scenario.scenario)
 
     def runtest(self) -> None:
-        from openprogram_sim.report import scenario_record
+        from openprogram_sim.report import scenario_props
         from openprogram_sim.scenario import check_outcome, run_scenario
 
-        verdict = check_outcome(run_scenario(self.scenario))
-        path = _relpath(self.config, self.path)
-        self.record = scenario_record(verdict, id=self.nodeid, path=path)
-        for key, value in self.record["props"].items():
+        self.verdict = verdict = check_outcome(run_scenario(self.scenario))
+        for key, value in scenario_props(verdict).items():
             self.user_properties.append((key, value))
         if not verdict.passed:
             raise ScenarioFailed(verdict)
@@ -303,6 +301,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
+    if not item.config.getoption("openprogram_report", None):
+        return report  # records only feed the HTML report: none asked for, none built
     record = _record_for(item, report)
     if record is not None:
         setattr(report, REPORT_ATTR, record)
@@ -327,8 +327,11 @@ def _record_for(item: pytest.Item, report: pytest.TestReport) -> dict[str, Any] 
 
 
 def _scenario_item_record(item: ScenarioItem, report: pytest.TestReport) -> dict[str, Any] | None:
-    if report.when == "call" and item.record is not None:
-        record = dict(item.record)
+    if report.when == "call" and item.verdict is not None:
+        from openprogram_sim.report import scenario_record
+
+        path = _relpath(item.config, item.path)
+        record = scenario_record(item.verdict, id=item.nodeid, path=path)
         record["status"] = _status(report)
         record["duration"] = report.duration
         return record

@@ -19,6 +19,7 @@ from openprogram_sim.report._records import (
     invalid_record,
     python_record,
     run_entry,
+    scenario_props,
     scenario_record,
     trace_properties,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "python_record",
     "render_report",
     "run_entry",
+    "scenario_props",
     "scenario_record",
     "trace_properties",
     "write_report",

@@ -34,6 +34,7 @@ __all__ = [
     "plain",
     "python_record",
     "run_entry",
+    "scenario_props",
     "scenario_record",
     "trace_properties",
 ]
@@ -130,15 +131,22 @@ def _scenario_run(scenario: Scenario, verdict: Verdict) -> dict[str, Any]:
     )
 
 
-def scenario_record(verdict: Verdict, *, id: str, path: str) -> dict[str, Any]:
-    """The record of a scenario run and its verdict."""
+def scenario_props(verdict: Verdict) -> dict[str, Any]:
+    """The properties CI dashboards show for a scenario run (JUnit XML, the report)."""
     outcome = verdict.outcome
-    scenario = outcome.scenario
     props = trace_properties([outcome.trace])
     props["model_calls"] = outcome.model_calls
     props["rounds"] = outcome.rounds
     if outcome.error is not None and props["errors"] == 0:
         props["errors"] = 1
+    return props
+
+
+def scenario_record(verdict: Verdict, *, id: str, path: str) -> dict[str, Any]:
+    """The record of a scenario run and its verdict."""
+    outcome = verdict.outcome
+    scenario = outcome.scenario
+    props = scenario_props(verdict)
     result = outcome.result
     return {
         "id": id,
