@@ -6,11 +6,12 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from openprogram.errors import OpenProgramError
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.scenario import Verdict, check_outcome, discover, load_scenario, run_scenario
 
@@ -91,11 +92,13 @@ def run_paths(
     keyword: str | None = None,
     tags: Sequence[str] = (),
     pythonpath: Sequence[str] = (),
+    provider: Callable[[], Any] | None = None,
 ) -> list[ScenarioResult]:
     """Load and run every scenario under ``paths``; ``keyword`` keeps those whose title or
     path contains it, ``tags`` those with any of the tags given (``"not TAG"`` drops those
-    with TAG); ``pythonpath`` adds folders the scenarios' own Python is imported from. Files
-    that do not load are always reported."""
+    with TAG); ``pythonpath`` adds folders the scenarios' own Python is imported from;
+    ``provider`` makes the model for each run (default: the scenario's scripted turns).
+    Files that do not load are always reported."""
     files = discover(list(paths))
     base = Path.cwd().resolve()
     results: list[ScenarioResult] = []
@@ -110,7 +113,8 @@ def run_paths(
             continue
         if not _tagged(scenario.tags, tags):
             continue
-        results.append(ScenarioResult(file, verdict=check_outcome(run_scenario(scenario))))
+        model = provider() if provider is not None else None
+        results.append(ScenarioResult(file, verdict=check_outcome(run_scenario(scenario, model))))
         progress.update(i + 1)
     progress.close()
     return results
@@ -173,11 +177,17 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
 def command(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
+        provider = _provider(args.model, args.base_url)
+    except (OpenProgramError, ValueError) as exc:
+        print(f"openprogram-sim: {exc}", file=sys.stderr)
+        return 2
+    try:
         results = run_paths(
             args.paths or ["scenarios"],
             keyword=args.keyword,
             tags=args.tags,
             pythonpath=args.pythonpath,
+            provider=provider,
         )
     except ScenarioError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
@@ -201,6 +211,19 @@ def command(args: argparse.Namespace) -> int:
     if any(r.status == "error" for r in results):
         return 2
     return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def _provider(model: str | None, base_url: str | None) -> Callable[[], Any] | None:
+    """A fresh real adapter per run (``--model``), or None for the scripted model."""
+    if model is None:
+        if base_url is not None:
+            raise ValueError("--base-url needs --model PROVIDER:MODEL (the adapter to point at it)")
+        return None
+    from openprogram.providers import get_provider
+
+    options = {} if base_url is None else {"base_url": base_url}
+    get_provider(model, **options)  # a bad name or missing credentials fail before any run
+    return lambda: get_provider(model, **options)
 
 
 def _write_report(results: list[ScenarioResult], target: str, elapsed: float) -> None:
@@ -240,5 +263,16 @@ def add_parser(sub: Any) -> None:
         metavar="DIR",
         help="a folder your tools are imported from (repeatable; also [tool.openprogram] "
         "pythonpath in pyproject.toml)",
+    )
+    run.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="run exec through this real adapter (e.g. anthropic:claude-sonnet-4-5) instead "
+        "of the scripted model",
+    )
+    run.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the adapter's base URL (e.g. an `openprogram-sim serve` of the same scenario)",
     )
     run.set_defaults(func=command)
