@@ -52,9 +52,8 @@ def command(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
-    turns = len(server.app.script)
-    print(banner(server, scenario.scenario, turns), flush=True)
-    with _stop_on_signals(server):
+    with _stop_on_signals(server):  # before the banner: a client may act on it at once
+        print(banner(server, scenario.scenario, len(server.app.script)), flush=True)
         server.run()
     return _report(server, sys.stdout)
 

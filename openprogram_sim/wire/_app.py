@@ -152,27 +152,31 @@ def _routes(app: WireApp) -> list[BaseRoute]:
         Route("/v1/chat/completions", call("openai-chat"), methods=["POST"]),
         Route("/v1/responses", call("openai-responses"), methods=["POST"]),
         Route("/v1/messages", call("anthropic"), methods=["POST"]),
-        Route("/v1/models", _models, methods=["GET"]),
+        Route("/v1/models", _Models(), methods=["GET"]),
         *gemini,
         Route("/model/{model}/converse", call("bedrock", False), methods=["POST"]),
         Route("/model/{model}/converse-stream", call("bedrock", True), methods=["POST"]),
     ]
 
 
-async def _models(scope: Scope, receive: Receive, send: Send) -> None:
-    entry = {"id": "scripted", "created": CREATED}
-    headers = {k.lower(): v for k, v in ((k.decode(), v) for k, v in scope["headers"])}
-    if "anthropic-version" in headers:
-        model = {"type": "model", "id": "scripted", "display_name": "openprogram-sim scripted",
-                 "created_at": "2023-11-14T22:13:20Z"}  # fmt: skip
-        body: Any = {"data": [model], "has_more": False, "first_id": "scripted",
-                     "last_id": "scripted"}  # fmt: skip
-    else:
-        body = {
-            "object": "list",
-            "data": [{**entry, "object": "model", "owned_by": "openprogram-sim"}],
-        }
-    await _send_whole(send, WireResponse(200, {"content-type": JSON_TYPE}, [_json(body).encode()]))
+class _Models:
+    """``GET /v1/models``: one model, in Anthropic's list shape when the client is
+    Anthropic's (it sends ``anthropic-version``), else OpenAI's."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        names = {k.lower() for k, _ in scope["headers"]}
+        body: Any
+        if b"anthropic-version" in names:
+            model = {"type": "model", "id": "scripted", "display_name": "openprogram-sim",
+                     "created_at": "2023-11-14T22:13:20Z"}  # fmt: skip
+            body = {"data": [model], "has_more": False, "first_id": "scripted",
+                    "last_id": "scripted"}  # fmt: skip
+        else:
+            model = {"id": "scripted", "object": "model", "created": CREATED,
+                     "owned_by": "openprogram-sim"}  # fmt: skip
+            body = {"object": "list", "data": [model]}
+        response = WireResponse(200, {"content-type": JSON_TYPE}, [_json(body).encode()])
+        await _send_whole(send, response)
 
 
 class _ClientGone(Exception):

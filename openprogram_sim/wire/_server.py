@@ -221,13 +221,14 @@ class WireServer:
         for s in sessions:
             s.assert_consumed()
 
-    def check(self) -> ServeReport:
-        """Every used session's unserved turns and failed requests, and the scenario's
-        ``expect.requests`` against what its clients sent."""
+    def check(self, session: str | None = None) -> ServeReport:
+        """Unserved turns, failed requests, and the scenario's ``expect.requests`` against
+        what the clients sent: in ``session`` (given), else in every session used."""
         from openprogram_sim.scenario import Failure
 
         report = ServeReport()
-        for s in self._checked_sessions():
+        sessions = [self.app.session(session)] if session is not None else self._checked_sessions()
+        for s in sessions:
             label = "" if s.name is None else f"session {s.name!r}: "
             report.checked.append(label.rstrip(": ") or "default session")
             report.failures += [Failure(f"{label}{e}") for e in s.errors]
