@@ -13,7 +13,8 @@ properties (``model_calls``, ``tool_calls``, ``errors``, ``end_reason``, ``max_d
 
 Fixtures for Python tests: ``openprogram_model`` (a scripted-model factory),
 ``openprogram_trace`` (a trace recorder to subscribe), ``openprogram_scenario`` (runs a
-scenario and asserts its verdict) and ``openprogram_assert_events``; the module function
+scenario and asserts its verdict), ``openprogram_serve`` (serves a scenario over loopback
+HTTP to any client) and ``openprogram_assert_events``; the module function
 :func:`assert_events` does the same. A test that used them appears in the report with its
 traces. Records travel to the pytest-xdist controller on the test reports, so ``-n`` runs
 write one report.
@@ -488,6 +489,33 @@ def openprogram_scenario(request: pytest.FixtureRequest) -> ScenarioRunner:
     from openprogram_sim._fixtures import ScenarioRunner
 
     return ScenarioRunner(_test_record(request).runs, request.config.invocation_params.dir)
+
+
+@pytest.fixture
+def openprogram_serve(request: pytest.FixtureRequest) -> Generator[Callable[..., Any], None, None]:
+    """Serve a scenario over real loopback HTTP for the test: ``server =
+    openprogram_serve("scenarios/x.yaml")`` (a path, relative to the invocation directory,
+    a loaded ``Scenario``, or a list of turns) gives a started
+    :class:`~openprogram_sim.wire.WireServer` (``server.base_url("openai")``,
+    ``server.requests``, ``server.assert_consumed()``, ``server.check()``); every server the
+    test started stops at teardown."""
+    from openprogram_sim.scenario import load_scenario
+    from openprogram_sim.wire import WireServer
+
+    base = request.config.invocation_params.dir
+    started: list[Any] = []
+
+    def start(source: Any, **options: Any) -> Any:
+        if isinstance(source, (str, Path)):
+            path = Path(source)
+            source = load_scenario(path if path.is_absolute() else base / path)
+        server = WireServer(source, **options).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture
