@@ -1,0 +1,83 @@
+"""The official ``anthropic`` client against the wire server, streaming and not."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx2
+import pytest
+from serve_support import CALL_ARGS, SEARCH_SCHEMA, TEXT, turns
+
+from openprogram_sim.wire import WireServer, serve
+
+anthropic = pytest.importorskip("anthropic")
+
+TOOLS = [{"name": "search", "description": "Search.", "input_schema": SEARCH_SCHEMA}]
+HI = [{"role": "user", "content": "Why are there tides?"}]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[WireServer]:
+    with serve(turns(1)) as running:
+        yield running
+
+
+def client(server: WireServer, session: str | None = None) -> anthropic.Anthropic:
+    return anthropic.Anthropic(
+        base_url=server.base_url("anthropic", session), api_key="sk-ant-test", max_retries=0
+    )
+
+
+def _ask(c: anthropic.Anthropic, stream: bool, **extra: object) -> anthropic.types.Message:
+    options = {"model": "claude-scripted", "max_tokens": 256, "messages": HI, **extra}
+    if not stream:
+        return c.messages.create(**options)
+    with c.messages.stream(**options) as s:
+        return s.get_final_message()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_messages_reconstruct_the_script(server: WireServer, stream: bool) -> None:
+    session = f"anthropic-{stream}"
+    with client(server, session) as c:
+        first = _ask(c, stream, tools=TOOLS)
+        second = _ask(c, stream)
+    assert [b.type for b in first.content] == ["thinking", "tool_use"]
+    assert first.content[0].thinking == "I should search first."
+    use = first.content[1]
+    assert (use.name, use.input) == ("search", CALL_ARGS)
+    assert first.stop_reason == "tool_use"
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (11, 7)
+    assert [b.text for b in second.content] == [TEXT]
+    assert second.stop_reason == "end_turn"
+    server.assert_consumed(session)
+
+
+def test_529_is_the_overloaded_error() -> None:
+    script = [{"stop_reason": "error", "error": "Overloaded", "wire": {"status": 529}}]
+    with serve(script) as s, client(s) as c, pytest.raises(anthropic.OverloadedError) as caught:
+        _ask(c, False)
+    assert caught.value.status_code == 529
+    assert caught.value.body["error"]["type"] == "overloaded_error"
+
+
+def test_429_is_a_rate_limit_error_with_its_retry_after() -> None:
+    script = [{"stop_reason": "error", "error": "slow", "wire": {"status": 429, "retry_after": 4}}]
+    with serve(script) as s, client(s) as c, pytest.raises(anthropic.RateLimitError) as caught:
+        _ask(c, True)
+    assert caught.value.response.headers["retry-after"] == "4"
+
+
+def test_an_in_stream_error_event_is_raised() -> None:
+    script = [{"text": TEXT, "stop_reason": "error", "error": "Overloaded mid-reply"}]
+    with serve(script) as s, client(s) as c, pytest.raises(anthropic.APIStatusError) as caught:
+        _ask(c, True)
+    assert "Overloaded mid-reply" in str(caught.value)
+
+
+def test_a_stream_cut_after_a_chunk_is_a_broken_transfer() -> None:
+    # The SDK lets the transport's error through once the stream has begun.
+    cut = [{"text": TEXT, "wire": {"cut_after": 4}}]
+    broken = pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read")
+    with serve(cut) as s, client(s) as c, broken:
+        _ask(c, True)

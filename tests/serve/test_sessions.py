@@ -1,0 +1,56 @@
+"""Sessions: each ``/s/{name}/`` prefix plays its own copy of the script, so many clients
+share one server without cross-talk."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+
+from openprogram_sim.wire import serve
+
+SCRIPT = ["first reply", "second reply", "third reply"]
+HI = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def _play(client: httpx2.AsyncClient, base: str, session: str) -> list[Any]:
+    got = []
+    for _ in range(len(SCRIPT) + 1):
+        reply = await client.post(f"{base}/s/{session}/v1/chat/completions", json=HI)
+        body = reply.json()
+        got.append(
+            body["choices"][0]["message"]["content"] if reply.is_success else reply.status_code
+        )
+        await asyncio.sleep(0)  # let the other sessions interleave
+    return got
+
+
+def test_a_hundred_concurrent_sessions_each_get_their_own_script() -> None:
+    async def main(base: str) -> list[list[Any]]:
+        limits = httpx2.Limits(max_connections=100)
+        async with httpx2.AsyncClient(limits=limits, timeout=30) as client:
+            return await asyncio.gather(*(_play(client, base, f"w{i}") for i in range(100)))
+
+    with serve(SCRIPT) as server:
+        results = asyncio.run(main(server.url))
+        sessions = server.app.sessions
+        assert len(sessions) == 100
+        for i in range(100):
+            session = server.session(f"w{i}")
+            assert [r.index for r in session.requests] == [1, 2, 3, 4]
+            assert session.unconsumed == 0
+            assert len(session.errors) == 1 and "script is exhausted" in session.errors[0]
+        assert server.requests == []  # the default session saw none of it
+    assert all(r == [*SCRIPT, 400] for r in results)
+
+
+def test_sessions_and_the_default_session_do_not_share_turns() -> None:
+    with serve(SCRIPT) as server, httpx2.Client(base_url=server.url) as client:
+        a = client.post("/v1/chat/completions", json=HI).json()
+        b = client.post("/s/x/v1/chat/completions", json=HI).json()
+        c = client.post("/v1/chat/completions", json=HI).json()
+        texts = [r["choices"][0]["message"]["content"] for r in (a, b, c)]
+        assert texts == ["first reply", "first reply", "second reply"]
+        assert server.session("x").unconsumed == 2
+        assert server.base_url("openai", "x") == f"{server.url}/s/x/v1"
