@@ -16,14 +16,21 @@ import asyncio
 import contextvars
 import inspect
 import threading
+import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from openprogram.agent import AbortSignal
 from openprogram.agent.agent import Agent
 from openprogram.agent.agent_loop import Listener, LoopResult
-from openprogram.errors import ArgumentTypeError, DecisionError, ModelError, RunAbortedError
+from openprogram.errors import (
+    ArgumentTypeError,
+    DecisionError,
+    ModelError,
+    RunAbortedError,
+)
 from openprogram.providers.base import Provider, ToolChoice, check_tool_choice, get_provider
 from openprogram.tools import (
     SEARCH_TOOL_NAME,
@@ -38,7 +45,13 @@ from openprogram.tools import (
     as_tool,
     default_registry,
 )
-from openprogram.types import AssistantMessage, ImageContent, TextContent, UserMessage, now_ms
+from openprogram.types import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    UserMessage,
+    now_ms,
+)
 
 __all__ = ["UNSET", "ExecResult", "Runtime", "current_depth"]
 
@@ -140,6 +153,22 @@ class ExecResult:
 Content = str | UserMessage | Sequence[TextContent | ImageContent]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ExecArgs:
+    """One exec call's arguments, as given (see :meth:`Runtime.exec`)."""
+
+    content: Content
+    tools: Sequence[Any] | _Unset | None
+    toolset: str | None
+    tools_source: str | None
+    tools_allow: Sequence[str] | None
+    tools_deny: Sequence[str] | None
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool | None
+    max_iterations: int | None
+    choices: Sequence[Any] | None
+
+
 class Runtime:
     """Binds a provider, a registry and listeners; runs ``exec`` calls.
 
@@ -182,6 +211,8 @@ class Runtime:
         self._steering: deque[str | UserMessage] = deque()
         self._follow_ups: deque[str | UserMessage] = deque()
         self._lock = threading.Lock()
+        self._signals: weakref.WeakSet[AbortSignal] = weakref.WeakSet()
+        """Abort signals of the execs asked for (``aexec()`` called) and not ended."""
 
     # -- events and queues ---------------------------------------------------------------
 
@@ -212,11 +243,14 @@ class Runtime:
                 self._follow_ups.append(message)
 
     def abort(self) -> None:
-        """Abort every running exec of this runtime."""
+        """Abort every exec of this runtime that is running or asked for (``aexec()``
+        called, not started yet), at every depth. Safe from any thread, e.g. from a tool of
+        a nested exec, which runs in a worker thread. An abort while no exec is asked for
+        does nothing."""
         with self._lock:
-            agents = list(self._agents)
-        for agent in agents:
-            agent.abort()
+            signals = list(self._signals)
+        for signal in signals:
+            signal.set()
 
     # -- exec ----------------------------------------------------------------------------
 
@@ -240,25 +274,26 @@ class Runtime:
         when it is aborted. Inside a running event loop (a tool body) the nested loop runs
         in a worker thread, with the context variables copied.
         """
-        coro_args = (
-            content,
-            tools,
-            toolset,
-            tools_source,
-            tools_allow,
-            tools_deny,
-            tool_choice,
-            parallel_tool_calls,
-            max_iterations,
-            choices,
+        args = _ExecArgs(
+            content=content,
+            tools=tools,
+            toolset=toolset,
+            tools_source=tools_source,
+            tools_allow=tools_allow,
+            tools_deny=tools_deny,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            max_iterations=max_iterations,
+            choices=choices,
         )
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.aexec(*coro_args))
-        return _run_in_thread(lambda: asyncio.run(self.aexec(*coro_args)))
+            return asyncio.run(self._start(args))
+        run = self._start(args)  # asked for here, so an abort from now on reaches it
+        return _run_in_thread(lambda: asyncio.run(run))
 
-    async def aexec(
+    def aexec(
         self,
         content: Content,
         tools: Sequence[Any] | _Unset | None = UNSET,
@@ -270,14 +305,64 @@ class Runtime:
         parallel_tool_calls: bool | None = None,
         max_iterations: int | None = None,
         choices: Sequence[Any] | None = None,
-    ) -> Any:
-        """The awaitable form of :meth:`exec` (same parameters and result)."""
-        menu = _Menu(choices) if choices is not None else None
-        check_tool_choice(tool_choice)
-        policy = ToolPolicy.of(toolset, tools_source, tools_allow, tools_deny)
+    ) -> Coroutine[Any, Any, Any]:
+        """The awaitable form of :meth:`exec` (same parameters and result).
+
+        The exec is asked for when ``aexec()`` is called, not when the coroutine starts: a
+        :meth:`abort` in between (``asyncio.create_task(runtime.aexec(...))`` then
+        ``runtime.abort()``) aborts it before the model is called.
+        """
+        return self._start(
+            _ExecArgs(
+                content=content,
+                tools=tools,
+                toolset=toolset,
+                tools_source=tools_source,
+                tools_allow=tools_allow,
+                tools_deny=tools_deny,
+                tool_choice=tool_choice,
+                parallel_tool_calls=parallel_tool_calls,
+                max_iterations=max_iterations,
+                choices=choices,
+            )
+        )
+
+    def _start(self, args: _ExecArgs) -> Coroutine[Any, Any, Any]:
+        """Register the exec's abort signal (so :meth:`abort` reaches it from now on) and
+        return the coroutine that runs it."""
+        signal = AbortSignal()
+        with self._lock:
+            self._signals.add(signal)
+        return self._run_exec(args, signal)
+
+    async def _run_exec(self, args: _ExecArgs, signal: AbortSignal) -> Any:
+        """Run one exec: its agent in its scope, then its reply (or its pick)."""
+        try:
+            menu = _Menu(args.choices) if args.choices is not None else None
+            agent, scope, prompt = self._prepare(args, menu)
+            replies: list[str] = []
+            if menu is not None:
+                agent.before_finish = _reask_once(menu, replies)
+            scope.enter()
+            self._enter(agent, scope.depth)
+            try:
+                result = await agent._run(prompt, agent._new_signal(signal))
+                text = self._finish(result, scope.depth)
+                return text if menu is None else await self._decide(menu, text, replies)
+            finally:
+                self._leave(agent)
+                scope.leave()
+        finally:
+            with self._lock:
+                self._signals.discard(signal)
+
+    def _prepare(self, args: _ExecArgs, menu: _Menu | None) -> tuple[Agent, _Scope, UserMessage]:
+        """Check the arguments; build the exec's agent, its scope and its prompt."""
+        check_tool_choice(args.tool_choice)
+        policy = ToolPolicy.of(args.toolset, args.tools_source, args.tools_allow, args.tools_deny)
         policy = policy.merged_over(_current_policy.get())
-        explicit = not isinstance(tools, _Unset) and tools is not None
-        resolved = self._resolve_tools(tools, policy)
+        explicit = not isinstance(args.tools, _Unset) and args.tools is not None
+        resolved = self._resolve_tools(args.tools, policy)
         loaded = _current_loaded.get()
         scope = _Scope(
             resolved if explicit else None, policy, self, set() if loaded is None else loaded
@@ -287,31 +372,21 @@ class Runtime:
             self.provider,
             system_prompt=self.system_prompt,
             tools=_with_search_tool(resolved, deferral),
-            tool_choice=tool_choice,
-            parallel_tool_calls=parallel_tool_calls,
-            max_iterations=max_iterations,
+            tool_choice=args.tool_choice,
+            parallel_tool_calls=args.parallel_tool_calls,
+            max_iterations=args.max_iterations,
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             depth=scope.depth,
             provider_tools=deferral.provider_tools() if deferral is not None else None,
             listeners=self._listeners,  # shared: runtime subscribers see every depth
         )
-        prompt = _as_prompt(content)
+        prompt = _as_prompt(args.content)
         if menu is not None:
             prompt = UserMessage(
                 [*prompt.content, TextContent(menu.instruction())], timestamp=now_ms()
             )
-        replies: list[str] = []
-        if menu is not None:
-            agent.before_finish = _reask_once(menu, replies)
-        scope.enter()
-        self._enter(agent, scope.depth)
-        try:
-            text = self._finish(await agent.prompt(prompt), scope.depth)
-            return text if menu is None else await self._decide(menu, text, replies)
-        finally:
-            self._leave(agent)
-            scope.leave()
+        return agent, scope, prompt
 
     # -- steps ---------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """The loop (:mod:`.agent_loop`) and the stateful :class:`Agent` around it."""
 
+from openprogram.agent._abort import AbortSignal
 from openprogram.agent.agent import Agent, AgentState
 from openprogram.agent.agent_loop import (
     MAX_INNER_ITERATIONS,
@@ -13,9 +14,12 @@ from openprogram.agent.agent_loop import (
     stream_agent_loop,
 )
 
+AbortSignal.__module__ = __name__  # its home is this package, not the private module
+
 __all__ = [
     "MAX_INNER_ITERATIONS",
     "SKIPPED_TEXT",
+    "AbortSignal",
     "Agent",
     "AgentContext",
     "AgentState",

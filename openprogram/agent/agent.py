@@ -10,12 +10,14 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
+import threading
+import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from openprogram.agent._abort import AbortSignal
 from openprogram.agent.agent_loop import (
     AgentContext,
     Listener,
@@ -80,8 +82,8 @@ class Agent:
     ``prompt`` runs one loop; while it runs, ``steer`` queues a message delivered after
     the current tool call (remaining calls are skipped), ``follow_up`` queues one delivered
     when the model would otherwise finish, and ``abort`` cancels the run (no tool starts
-    after it). ``subscribe`` registers a listener for every event; a listener that raises
-    is logged and ignored.
+    after it), from any thread. ``subscribe`` registers a listener for every event; a
+    listener that raises is logged and ignored.
     """
 
     def __init__(
@@ -121,8 +123,10 @@ class Agent:
         message; messages it returns enter as follow-ups, in the same run. ``exec(choices=)``
         uses it for its re-ask."""
         self._queues = _Queues()
-        self._cancel = asyncio.Event()
-        self._task: asyncio.Task[Any] | None = None
+        self._lock = threading.Lock()
+        self._signals: weakref.WeakSet[AbortSignal] = weakref.WeakSet()
+        """The abort signals of the runs asked for (``prompt()`` called) and not ended. Weak:
+        a prompt coroutine never awaited takes its signal with it."""
 
     # -- subscribers ---------------------------------------------------------------------
 
@@ -180,19 +184,42 @@ class Agent:
     # -- running -------------------------------------------------------------------------
 
     def abort(self) -> None:
-        """Cancel the running prompt: it ends with reason ``aborted``."""
-        self._cancel.set()
-        task = self._task
-        if task is not None and not task.done():
-            try:
-                current = asyncio.current_task()
-            except RuntimeError:
-                current = None
-            if task is not current:
-                task.get_loop().call_soon_threadsafe(task.cancel)
+        """Abort the running prompt, and any prompt already asked for (``prompt()`` called,
+        e.g. in ``asyncio.create_task(agent.prompt(...))``) but not started yet: each ends
+        with reason ``aborted``, and no tool starts after the abort.
 
-    async def prompt(self, message: str | UserMessage | Sequence[str | UserMessage]) -> LoopResult:
-        """Add ``message`` to the history and run the loop until it ends."""
+        Safe from any thread: the signal reads as set at once everywhere, and the run is
+        woken (its awaited tool or model call cancelled) on its own loop. An abort while
+        nothing is asked for does nothing; it is not kept for the next prompt.
+        """
+        with self._lock:
+            signals = list(self._signals)
+        for signal in signals:
+            signal.set()
+
+    def prompt(
+        self, message: str | UserMessage | Sequence[str | UserMessage]
+    ) -> Coroutine[Any, Any, LoopResult]:
+        """Add ``message`` to the history and run the loop until it ends (await the result).
+
+        The run is asked for when ``prompt()`` is called, not when the coroutine starts: an
+        :meth:`abort` in between aborts it before the model is called.
+        """
+        return self._run(message, self._new_signal())
+
+    def _new_signal(self, signal: AbortSignal | None = None) -> AbortSignal:
+        """Register the abort signal of a run being asked for (a new one by default)."""
+        signal = signal if signal is not None else AbortSignal()
+        with self._lock:
+            self._signals.add(signal)
+        return signal
+
+    async def _run(
+        self,
+        message: str | UserMessage | Sequence[str | UserMessage],
+        signal: AbortSignal,
+    ) -> LoopResult:
+        # Should this raise, ``signal`` leaves ``_signals`` (a weak set) with this coroutine.
         if self.state.is_streaming:
             raise AgentBusyError(
                 "Agent.prompt() called while a run is in progress; use steer() or follow_up()"
@@ -202,17 +229,16 @@ class Agent:
             if isinstance(message, (str, UserMessage))
             else [_as_user(m) for m in message]
         )
-        self._cancel = asyncio.Event()
         self.state.error = None
-        self._task = asyncio.current_task()
         self.state.is_streaming = True
         try:
             result = await run_agent_loop(
-                prompts, self.state.context, self._config, self._listeners, self._cancel
+                prompts, self.state.context, self._config, self._listeners, signal
             )
         finally:
             self.state.is_streaming = False
-            self._task = None
+            with self._lock:
+                self._signals.discard(signal)
         self._after_run(result)
         return result
 

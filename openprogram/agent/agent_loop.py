@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from openprogram.agent._abort import AbortSignal
 from openprogram.events import (
     AgentEnd,
     AgentEvent,
@@ -229,10 +230,24 @@ async def run_agent_loop(
     Exceptions raised by the provider or a callback end the run with reason ``error``
     (the result carries the exception). Cancellation ends it with reason ``aborted``: when
     ``cancel`` is set (an abort) the result is returned, otherwise ``CancelledError`` is
-    re-raised after ``agent_end``.
+    re-raised after ``agent_end``. Setting ``cancel`` aborts the run; when it is an
+    :class:`AbortSignal` (the default), that is safe from any thread and also cancels the
+    run's task, so a tool awaiting something else is interrupted.
     """
-    run = _Run(context, config, listeners, cancel or asyncio.Event())
-    if listeners:
+    signal = cancel if cancel is not None else AbortSignal()
+    run = _Run(context, config, listeners, signal)
+    if isinstance(signal, AbortSignal):
+        signal.attach()
+    try:
+        return await _guarded_run(run, prompts)
+    finally:
+        if isinstance(signal, AbortSignal):
+            signal.detach()
+
+
+async def _guarded_run(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
+    """The run, with whatever raises turned into its end (see :func:`run_agent_loop`)."""
+    if run.listeners:
         run.emit(AgentStart(depth=run.depth, round=0))
     try:
         result = await _run_loop(run, prompts)

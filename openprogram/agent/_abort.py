@@ -1,0 +1,111 @@
+"""The abort signal of a run: an ``asyncio.Event`` that any thread may set.
+
+An ``asyncio.Event`` belongs to the loop its waiters wait on, and ``set()`` wakes them with
+``loop.call_soon``, which is only safe on that loop's thread (in debug mode asyncio raises
+instead, and the woken waiter is lost). An abort often comes from elsewhere: a UI thread, or
+a nested exec that a sync tool runs on a loop of its own in a worker thread.
+:class:`AbortSignal` therefore reads as set in every thread as soon as ``set()`` returns (a
+sync tool polling it while it blocks its loop sees it at once), and wakes its waiters on
+their own loop with ``call_soon_threadsafe``.
+
+A run attaches its task to the signal (:meth:`AbortSignal.attach`): setting the signal then
+also cancels that task, so a tool or provider awaiting something that ignores the signal is
+interrupted. The task is cancelled only while the run is attached; an abort that lands after
+the run ended reaches nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from typing import Literal
+
+__all__ = ["AbortSignal"]
+
+
+class AbortSignal(asyncio.Event):
+    """An ``asyncio.Event`` that is safe to ``set()`` from any thread.
+
+    Example::
+
+        signal = AbortSignal()
+        task = asyncio.create_task(run_agent_loop(prompts, context, config, cancel=signal))
+        threading.Thread(target=signal.set).start()   # aborts the run
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._requested = False
+        self._home: asyncio.AbstractEventLoop | None = None
+        """The loop its waiters wait on (and its attached task runs on), once known."""
+        self._task: asyncio.Task[object] | None = None
+
+    def __repr__(self) -> str:
+        return f"<AbortSignal [{'set' if self._requested else 'unset'}]>"
+
+    def is_set(self) -> bool:
+        return self._requested
+
+    def set(self) -> None:
+        """Set the signal: at once for every thread; waiters (and the attached task) are
+        woken on their loop."""
+        with self._lock:
+            if self._requested:
+                return
+            self._requested = True
+            home = self._home
+        if home is None:
+            return  # nobody waits yet: wait() and attach() see the flag
+        if _running_loop() is home:
+            self._wake()
+            return
+        # A closed loop raises RuntimeError: its run is over, nobody is left to wake.
+        with contextlib.suppress(RuntimeError):
+            home.call_soon_threadsafe(self._wake)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requested = False
+            super().clear()
+
+    async def wait(self) -> Literal[True]:
+        with self._lock:
+            if self._requested:
+                return True
+            if self._home is None:
+                self._home = asyncio.get_running_loop()
+        return await super().wait()
+
+    def attach(self) -> None:
+        """Bind the signal to the running task, the run's: from now until :meth:`detach`,
+        setting it also cancels that task (unless it is the task that sets it)."""
+        task = asyncio.current_task()
+        with self._lock:
+            self._home = asyncio.get_running_loop()
+            self._task = task
+
+    def detach(self) -> None:
+        """The run is over: a later ``set()`` cancels nothing."""
+        with self._lock:
+            self._task = None
+
+    def _wake(self) -> None:
+        """On the home loop: wake the waiters, interrupt the attached task."""
+        super().set()
+        with self._lock:
+            task = self._task
+        if task is None or task.done() or task is asyncio.current_task():
+            return
+        # One cancellation is enough: the run ends on the first, and a second would be
+        # left pending on the task after the run has handled (uncancelled) the first.
+        if task.cancelling() == 0:
+            task.cancel()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,311 @@
+"""Aborts: from any thread, and before a run has started. Whatever the timing, the run ends
+``aborted`` with one ``agent_end``, and no tool runs after the abort."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
+from _support import compact, make_runtime, tool
+
+from openprogram import Agent, RunAbortedError, Runtime, ToolRegistry
+from openprogram.agent import AbortSignal
+from openprogram_sim.models import ScriptedModel
+from openprogram_sim.trace import TraceRecorder
+
+NOOP = tool("noop", lambda: "ok")
+
+ABORTED_RUN = [
+    "agent_start",
+    "turn_start",
+    "message_start:user",
+    "message_end:user",
+    "message_start:assistant",
+    "message_end:assistant[]/aborted",
+    "turn_end",
+    "agent_end:aborted",
+]
+
+
+def in_another_thread(fn: Callable[[], None]) -> None:
+    """Call ``fn`` in a new thread and wait; what it raises is raised here."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+
+
+def run_in_debug_mode(main: Callable[[], Coroutine[Any, Any, Any]], seconds: float = 10) -> Any:
+    """``asyncio.run(main(), debug=True)`` on a thread of its own, failing (not hanging the
+    suite) when the run does not finish in time."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(main(), debug=True)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"the run hung: no agent_end after {seconds}s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+# -- item 11: abort from another thread --------------------------------------------------
+
+
+def test_agent_abort_from_another_thread_under_asyncio_debug() -> None:
+    """The model waits on the abort signal; ``abort()`` comes from a plain thread. In debug
+    mode asyncio refuses a waiter woken off its loop's thread: the abort must still end the
+    run (before, it raised in the aborting thread and the run hung with no ``agent_end``)."""
+    model = ScriptedModel([{"text": "thinking hard", "fault": "hang"}])
+    agent = Agent(model)
+    rec = TraceRecorder()
+    agent.subscribe(rec)
+
+    async def main() -> Any:
+        task = asyncio.create_task(agent.prompt("go"))
+        while agent.state.stream_message is None:  # the model now waits for the abort
+            await asyncio.sleep(0)
+        in_another_thread(agent.abort)
+        return await task
+
+    result = run_in_debug_mode(main)
+    assert result.reason == "aborted"
+    assert compact(rec.trace) == ABORTED_RUN
+    assert not agent.state.is_streaming
+
+
+def test_runtime_abort_from_another_thread_under_asyncio_debug() -> None:
+    runtime, model, rec = make_runtime([{"text": "thinking hard", "fault": "hang"}])
+
+    async def main() -> None:
+        task = asyncio.ensure_future(runtime.aexec("go", tools=[]))
+        while model.calls == 0:  # then the model waits on the abort signal
+            await asyncio.sleep(0)
+        in_another_thread(runtime.abort)
+        await task
+
+    with pytest.raises(RunAbortedError):
+        run_in_debug_mode(main)
+    assert compact(rec.trace) == ABORTED_RUN
+    assert model.calls == 1
+
+
+def test_a_sync_tool_sees_an_abort_from_another_thread_at_once() -> None:
+    """A sync tool blocks its loop, so the abort cannot wait for the loop to run: the signal
+    reads as set in every thread as soon as ``abort()`` returns."""
+    seen: dict[str, bool] = {}
+    box: dict[str, Agent] = {}
+
+    def watch(cancel: Any) -> str:
+        in_another_thread(box["agent"].abort)
+        seen["set"] = cancel.is_set()
+        return "watched"
+
+    agent = Agent(ScriptedModel([{"tool_calls": [{"watch": {}}]}]), tools=[tool("watch", watch)])
+    box["agent"] = agent
+    result = asyncio.run(agent.prompt("go"), debug=True)
+    assert seen == {"set": True}
+    assert result.reason == "aborted"
+
+
+def test_nested_exec_in_a_worker_thread_aborts_the_whole_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sync tool's nested exec runs on its own loop in a worker thread; its tool aborts
+    the runtime, so the outer run is aborted from that thread. Debug mode is on for both
+    loops. No tool runs after the abort, at either depth."""
+    monkeypatch.setenv("PYTHONASYNCIODEBUG", "1")
+    ran: list[str] = []
+    box: dict[str, Runtime] = {}
+
+    def research() -> str:
+        ran.append("research")
+        return str(box["rt"].exec("dig", tools=[STOP, LATE]))
+
+    def stop() -> str:
+        ran.append("stop")
+        box["rt"].abort()
+        return "stopping"
+
+    def late() -> str:
+        ran.append("late")
+        return "too late"
+
+    STOP, LATE = tool("stop", stop), tool("late", late)
+    runtime, model, rec = make_runtime(
+        [
+            {"tool_calls": [{"research": {}}, {"late": {}}]},
+            {"tool_calls": [{"stop": {}}, {"late": {}}]},
+            "never",
+        ]
+    )
+    box["rt"] = runtime
+    with pytest.raises(RunAbortedError):
+        runtime.exec("go", tools=[tool("research", research), LATE])
+    assert ran == ["research", "stop"]
+    assert model.calls == 2
+    assert [(e["depth"], e["reason"]) for e in rec.trace if e["type"] == "agent_end"] == [
+        (1, "aborted"),
+        (0, "aborted"),
+    ]
+    ends = [
+        (e["depth"], e["tool_name"], e["is_error"], e["skipped"])
+        for e in rec.trace
+        if e["type"] == "tool_execution_end"
+    ]
+    assert ends == [
+        (1, "stop", False, False),
+        (0, "research", True, False),  # the nested exec raised RunAbortedError
+    ]
+
+
+def test_runtime_abort_reaches_a_nested_exec_awaited_on_the_same_task() -> None:
+    """An async tool awaits a nested aexec: both runs share one task. ``Runtime.abort()``
+    from another thread sets both signals; the task is cancelled once, each run ends
+    ``aborted``, and no cancellation is left pending for the caller."""
+    box: dict[str, Runtime] = {}
+
+    async def research() -> str:
+        return str(await box["rt"].aexec("dig", tools=[]))
+
+    runtime, model, rec = make_runtime(
+        [
+            {"tool_calls": [{"research": {}}, {"noop": {}}]},
+            {"text": "digging", "fault": "hang"},
+        ]
+    )
+    box["rt"] = runtime
+
+    async def main() -> None:
+        task = asyncio.ensure_future(runtime.aexec("go", tools=[tool("research", research), NOOP]))
+        while model.calls < 2:
+            await asyncio.sleep(0)
+        in_another_thread(runtime.abort)
+        with pytest.raises(RunAbortedError):
+            await task
+        await asyncio.sleep(0)  # nothing pending: this is not cancelled
+        current = asyncio.current_task()
+        assert current is not None and current.cancelling() == 0
+
+    run_in_debug_mode(main)
+    assert [(e["depth"], e["reason"]) for e in rec.trace if e["type"] == "agent_end"] == [
+        (1, "aborted"),
+        (0, "aborted"),
+    ]
+    ends = [
+        (e["tool_name"], e["is_error"], e["skipped"])
+        for e in rec.trace
+        if e["type"] == "tool_execution_end"
+    ]
+    assert ends == [("research", True, False)]
+
+
+def test_the_abort_signal_on_its_own() -> None:
+    """Set before anyone waits, it is simply set; set from another thread, it wakes a waiter
+    on the waiter's loop (debug mode); set after that loop closed, it raises nothing."""
+    early = AbortSignal()
+    early.set()
+    assert early.is_set() and repr(early) == "<AbortSignal [set]>"
+    signal = AbortSignal()
+
+    async def main() -> bool:
+        waiter = asyncio.ensure_future(signal.wait())
+        await asyncio.sleep(0)
+        in_another_thread(signal.set)
+        assert signal.is_set()  # at once, before the loop has run the wake-up
+        return await asyncio.wait_for(waiter, 5)
+
+    assert run_in_debug_mode(main) is True
+    assert asyncio.run(early.wait()) is True
+    closed = AbortSignal()
+
+    async def bind() -> None:
+        waiter = asyncio.ensure_future(closed.wait())
+        await asyncio.sleep(0)
+        waiter.cancel()
+
+    asyncio.run(bind())
+    closed.set()  # its loop is closed: nothing to wake, nothing raised
+    assert closed.is_set()
+
+
+# -- item 12: an abort before the run has started ----------------------------------------
+
+
+def test_agent_abort_right_after_create_task_aborts_that_run() -> None:
+    model = ScriptedModel(["never sent"])
+    agent = Agent(model)
+    rec = TraceRecorder()
+    agent.subscribe(rec)
+
+    async def main() -> Any:
+        task = asyncio.create_task(agent.prompt("go"))
+        agent.abort()  # the task has not started yet
+        return await task
+
+    result = asyncio.run(main())
+    assert result.reason == "aborted"
+    assert model.calls == 0
+    assert compact(rec.trace) == ABORTED_RUN
+    assert rec.trace[-3]["error"] == "Run aborted before the model call"
+
+
+def test_runtime_abort_right_after_create_task_aborts_that_exec() -> None:
+    runtime, model, rec = make_runtime(["never sent"])
+
+    async def main() -> None:
+        task = asyncio.ensure_future(runtime.aexec("go", tools=[]))
+        runtime.abort()
+        await task
+
+    with pytest.raises(RunAbortedError, match="Run aborted before the model call"):
+        asyncio.run(main())
+    assert model.calls == 0
+    assert compact(rec.trace) == ABORTED_RUN
+
+
+def test_an_abort_with_nothing_requested_is_not_remembered() -> None:
+    """``abort()`` applies to the runs already asked for (running or not yet started); an
+    abort while idle does not wait to kill the next prompt."""
+    model = ScriptedModel(["first", "second"])
+    agent = Agent(model)
+    runtime = Runtime(provider=model, registry=ToolRegistry())
+    agent.abort()
+    runtime.abort()
+    assert asyncio.run(agent.prompt("go")).reason == "stop"
+    assert runtime.exec("go", tools=[]) == "second"
+
+
+def test_an_abort_after_the_run_ended_does_not_reach_the_caller() -> None:
+    """A late abort from another thread, landing after the run ended, must not cancel
+    whatever the caller's task awaits next."""
+    model = ScriptedModel(["done"])
+    agent = Agent(model)
+
+    async def main() -> str:
+        result = await agent.prompt("go")
+        in_another_thread(agent.abort)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return result.reason
+
+    assert asyncio.run(main(), debug=True) == "stop"
