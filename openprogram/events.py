@@ -301,7 +301,8 @@ class ToolExecutionEnd:
     is_error: bool
     args: Any = None
     skipped: bool = False
-    """True when the call never ran (steering arrived mid-batch); ``result`` says so."""
+    """True when the call never ran (steering arrived mid-batch, or the run was aborted or
+    failed before its turn); ``result`` says so."""
     depth: int = 0
     round: int = 0
     type: Literal["tool_execution_end"] = "tool_execution_end"

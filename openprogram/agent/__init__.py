@@ -3,6 +3,7 @@
 from openprogram.agent._abort import AbortSignal
 from openprogram.agent.agent import Agent, AgentState
 from openprogram.agent.agent_loop import (
+    ABORTED_TEXT,
     MAX_INNER_ITERATIONS,
     SKIPPED_TEXT,
     AgentContext,
@@ -17,6 +18,7 @@ from openprogram.agent.agent_loop import (
 AbortSignal.__module__ = __name__  # its home is this package, not the private module
 
 __all__ = [
+    "ABORTED_TEXT",
     "MAX_INNER_ITERATIONS",
     "SKIPPED_TEXT",
     "AbortSignal",

@@ -7,6 +7,12 @@ which keep the loop alive). When the inner loop ends, follow-up messages may sta
 another pass. The round cap is ``max(1, min(50, max_iterations))`` and hitting it is a
 normal finish. Whatever happens, each run emits exactly one ``agent_end``, last.
 
+Every tool call of a finished reply gets exactly one result, in call order: a call left
+unrun because steering arrived is answered with :data:`SKIPPED_TEXT`, one left unrun
+because the run was aborted (or ended on an error) with :data:`ABORTED_TEXT`, both marked
+``skipped``. Tool-call ids are made unique (within the history) when a reply is finalized,
+so the history, the events and every provider agree on them.
+
 The loop is stateless: it works on an :class:`AgentContext` and a :class:`LoopConfig`,
 emits events to a list of listeners (no event object is built when the list is empty) and
 returns a :class:`LoopResult`.
@@ -51,6 +57,7 @@ from openprogram.types import (
 )
 
 __all__ = [
+    "ABORTED_TEXT",
     "MAX_INNER_ITERATIONS",
     "SKIPPED_TEXT",
     "AgentContext",
@@ -70,6 +77,16 @@ MAX_INNER_ITERATIONS = 50
 
 SKIPPED_TEXT = "Skipped due to queued user message."
 """The text of a skipped call's result, for the model; code checks ``result.skipped``."""
+
+ABORTED_TEXT = "Not run: the run was aborted."
+"""The text of the result of a call the run never ran because it was aborted mid-batch
+(marked ``skipped`` too); code checks ``result.skipped``."""
+
+_NOT_RUN_AFTER_ERROR = "Not run: the run ended on an error."
+
+_CANCELLED_TEXT = "Cancelled"
+"""The result of a call that was running when its run was cancelled (it ran: no skip)."""
+
 
 Listener = Callable[[AgentEvent], None]
 MessageSource = Callable[[], "list[UserMessage] | Awaitable[list[UserMessage]]"]
@@ -134,6 +151,8 @@ class _Run:
     """The mutable state of one run (kept on one object so the steps stay short)."""
 
     __slots__ = (
+        "batch",
+        "call_ids",
         "cancel",
         "config",
         "context",
@@ -177,6 +196,10 @@ class _Run:
         self.message_open = False
         self.turn_message: AssistantMessage | None = None
         self.turn_results: list[ToolResultMessage] = []
+        self.batch: list[ToolCall] = []
+        """The tool calls of the open turn; ``turn_results`` answers them in order."""
+        self.call_ids: set[str] | None = None
+        """Every tool-call id in the history (built when a reply first has calls)."""
         self.error: BaseException | None = None
 
     def emit(self, event: AgentEvent) -> None:
@@ -189,21 +212,44 @@ class _Run:
     def emit_message(self, message: AnyMessage) -> None:
         """message_start + message_end for a message that arrives whole."""
         if self.listeners:
-            self.emit(MessageStart(message=message, depth=self.depth, round=self.round))
-            self.emit(MessageEnd(message=message, depth=self.depth, round=self.round))
+            self.emit(
+                MessageStart(
+                    message=message,
+                    depth=self.depth,
+                    round=self.round,
+                )
+            )
+            self.emit(
+                MessageEnd(
+                    message=message,
+                    depth=self.depth,
+                    round=self.round,
+                )
+            )
 
     def start_turn(self) -> None:
         self.turn_open = True
         self.turn_message = None
         self.turn_results = []
+        self.batch = []
         if self.listeners:
-            self.emit(TurnStart(depth=self.depth, round=self.round))
+            self.emit(
+                TurnStart(
+                    depth=self.depth,
+                    round=self.round,
+                )
+            )
 
     def end_turn(self, message: AssistantMessage, results: list[ToolResultMessage]) -> None:
         self.turn_open = False
         if self.listeners:
             self.emit(
-                TurnEnd(message=message, tool_results=results, depth=self.depth, round=self.round)
+                TurnEnd(
+                    message=message,
+                    tool_results=results,
+                    depth=self.depth,
+                    round=self.round,
+                )
             )
 
 
@@ -306,7 +352,12 @@ def _end(
 ) -> LoopResult:
     if run.listeners:
         run.emit(
-            AgentEnd(reason=reason, messages=run.new_messages, depth=run.depth, round=run.round)
+            AgentEnd(
+                reason=reason,
+                messages=run.new_messages,
+                depth=run.depth,
+                round=run.round,
+            )
         )
     if final is None:
         final = next(
@@ -324,8 +375,9 @@ def _end(
 
 
 def _close_after_failure(run: _Run, stop: str, text: str) -> AssistantMessage:
-    """Close whatever is open (message, turn) after an exception, so events balance;
-    returns the message that describes the failure."""
+    """Close whatever is open (message, turn, a batch of calls) after an exception, so
+    events balance and every call has its result; returns the message that describes the
+    failure."""
     reason = "aborted" if stop == "aborted" else "error"
     partial = run.context.stream_message
     if run.message_open and partial is not None:
@@ -335,6 +387,7 @@ def _close_after_failure(run: _Run, stop: str, text: str) -> AssistantMessage:
         if run.turn_open and run.turn_message is None:
             _finish_message(run, None, final)
     if run.turn_open:
+        _answer_unrun_calls(run, ABORTED_TEXT if reason == "aborted" else _NOT_RUN_AFTER_ERROR)
         run.end_turn(run.turn_message or final, run.turn_results)
     run.context.pending_tool_calls.clear()
     return final
@@ -375,7 +428,7 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             has_more_tool_calls = bool(tool_calls)
             steering: list[UserMessage] = []
             if tool_calls:
-                steering = await _execute_tool_calls(run, message, tool_calls)
+                steering = await _execute_tool_calls(run, tool_calls)
             run.end_turn(message, run.turn_results)
             if run.cancel.is_set():
                 return _end(run, "aborted")
@@ -426,7 +479,12 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                 continue  # nothing counts after the final event
             elif listeners and partial is not None:
                 run.emit(
-                    MessageUpdate(message=partial, event=event, depth=run.depth, round=run.round)
+                    MessageUpdate(
+                        message=partial,
+                        event=event,
+                        depth=run.depth,
+                        round=run.round,
+                    )
                 )
     except Exception as exc:
         run.error = exc
@@ -451,6 +509,7 @@ def _finish_message(
 ) -> AssistantMessage:
     context = run.context
     context.stream_message = None
+    _unique_call_ids(run, final)
     context.messages.append(final)
     run.new_messages.append(final)
     run.turn_message = final
@@ -462,24 +521,57 @@ def _finish_message(
     return final
 
 
-async def _execute_tool_calls(
-    run: _Run, message: AssistantMessage, tool_calls: list[ToolCall]
-) -> list[UserMessage]:
+def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
+    """Give every tool call of ``message`` an id no other call in the history has: an
+    empty id becomes ``call_<n>``, a repeated one ``<id>_<n>`` (the first free ``n``). Done
+    here, before ``message_end``, so the history, the events, the results and whatever a
+    provider sends later all quote the same ids."""
+    taken = run.call_ids
+    for block in message.content:
+        if not isinstance(block, ToolCall):
+            continue
+        if taken is None:
+            taken = run.call_ids = {
+                c.id
+                for m in run.context.messages
+                if isinstance(m, AssistantMessage)
+                for c in m.content
+                if isinstance(c, ToolCall)
+            }
+        if not block.id or block.id in taken:
+            stem, n = (block.id, 2) if block.id else ("call", 1)
+            while f"{stem}_{n}" in taken:
+                n += 1
+            block.id = f"{stem}_{n}"
+        taken.add(block.id)
+
+
+async def _execute_tool_calls(run: _Run, tool_calls: list[ToolCall]) -> list[UserMessage]:
     """Run the picked tools one by one, in order; results are appended to the history as
     they finish. Steering is polled after each call: when it arrives, every remaining call
-    is skipped and the steering messages are returned."""
+    is skipped and the steering messages are returned. After an abort no call runs: the
+    remaining ones are answered with :data:`ABORTED_TEXT` (and steering stays queued)."""
+    run.batch = tool_calls
     steering_source = run.config.get_steering_messages
-    for index, call in enumerate(tool_calls):
+    for call in tool_calls:
         if run.cancel.is_set():
+            _answer_unrun_calls(run, ABORTED_TEXT)
             return []
-        result = await _execute_one(run, call)
-        _record_result(run, result)
+        _record_result(run, await _execute_one(run, call))
+        if run.cancel.is_set():
+            continue  # the next call is answered as aborted; leave steering queued
         steering = await _poll(steering_source)
         if steering:
-            for remaining in tool_calls[index + 1 :]:
-                _record_result(run, _skip_tool_call(run, remaining))
+            _answer_unrun_calls(run, SKIPPED_TEXT)
             return steering
     return []
+
+
+def _answer_unrun_calls(run: _Run, text: str) -> None:
+    """Answer each call of the open batch that has no result yet (results are recorded in
+    call order, so they are the calls after the last result) with a skip saying ``text``."""
+    for call in run.batch[len(run.turn_results) :]:
+        _record_result(run, _skip_tool_call(run, call, text))
 
 
 def _record_result(run: _Run, result: ToolResultMessage) -> None:
@@ -490,22 +582,25 @@ def _record_result(run: _Run, result: ToolResultMessage) -> None:
 
 
 async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
-    listeners = run.listeners
-    if listeners:
+    if run.listeners:
         run.emit(_tool_start(run, call))
     pending = run.context.pending_tool_calls
     pending.add(call.id)
     try:
         outcome = await _invoke(run, call)
     except asyncio.CancelledError:
-        if listeners:
-            cancelled = _result_message(call, ToolResult.text("Cancelled", is_error=True))
+        pending.discard(call.id)
+        # It was running when the run was cancelled: its result says so (it ran, so it is
+        # no skip) and enters the history like any other.
+        cancelled = _result_message(call, ToolResult.text(_CANCELLED_TEXT, is_error=True))
+        if run.listeners:
             run.emit(_tool_end(run, call, cancelled))
+        _record_result(run, cancelled)
         raise
     finally:
         pending.discard(call.id)
     result = _result_message(call, outcome)
-    if listeners:
+    if run.listeners:
         run.emit(_tool_end(run, call, result))
     return result
 
@@ -575,11 +670,12 @@ def _tool_end(run: _Run, call: ToolCall, result: ToolResultMessage) -> ToolExecu
     )
 
 
-def _skip_tool_call(run: _Run, call: ToolCall) -> ToolResultMessage:
-    """A call not executed because the user steered: an error result the model sees, marked
-    ``skipped`` in the data."""
+def _skip_tool_call(run: _Run, call: ToolCall, text: str = SKIPPED_TEXT) -> ToolResultMessage:
+    """A call not executed (the user steered, or the run was aborted): an error result the
+    model sees, saying ``text``, marked ``skipped`` in the data; its tool events are
+    emitted like a run's, so the trace holds one result per call too."""
     result = ToolResultMessage(
-        call.id, call.name, [TextContent(SKIPPED_TEXT)], True, {}, timestamp=now_ms(), skipped=True
+        call.id, call.name, [TextContent(text)], True, {}, timestamp=now_ms(), skipped=True
     )
     if run.listeners:
         run.emit(_tool_start(run, call))

@@ -1,18 +1,22 @@
-"""Aborts: from any thread, and before a run has started. Whatever the timing, the run ends
-``aborted`` with one ``agent_end``, and no tool runs after the abort."""
+"""Aborts: from any thread, before a run has started, and in the middle of a batch of tool
+calls. Whatever the timing, the run ends ``aborted`` with one ``agent_end``, no tool runs
+after the abort, and every tool call of the history has exactly one result."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
 from _support import compact, make_runtime, tool
 
 from openprogram import Agent, RunAbortedError, Runtime, ToolRegistry
-from openprogram.agent import AbortSignal
+from openprogram.agent import ABORTED_TEXT, SKIPPED_TEXT, AbortSignal
+from openprogram.events import AgentEvent, ProviderEvent, ToolExecutionEnd
+from openprogram.providers import Context, MessageBuilder, StreamOptions
+from openprogram.types import AssistantMessage, ToolResultMessage
 from openprogram_sim.models import ScriptedModel
 from openprogram_sim.trace import TraceRecorder
 
@@ -66,6 +70,14 @@ def run_in_debug_mode(main: Callable[[], Coroutine[Any, Any, Any]], seconds: flo
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def results_of(messages: list[Any]) -> list[tuple[str, str, bool, bool]]:
+    return [
+        (m.tool_name, m.text, m.is_error, m.skipped)
+        for m in messages
+        if isinstance(m, ToolResultMessage)
+    ]
 
 
 # -- item 11: abort from another thread --------------------------------------------------
@@ -174,7 +186,9 @@ def test_nested_exec_in_a_worker_thread_aborts_the_whole_run(
     ]
     assert ends == [
         (1, "stop", False, False),
+        (1, "late", True, True),
         (0, "research", True, False),  # the nested exec raised RunAbortedError
+        (0, "late", True, True),
     ]
 
 
@@ -188,10 +202,7 @@ def test_runtime_abort_reaches_a_nested_exec_awaited_on_the_same_task() -> None:
         return str(await box["rt"].aexec("dig", tools=[]))
 
     runtime, model, rec = make_runtime(
-        [
-            {"tool_calls": [{"research": {}}, {"noop": {}}]},
-            {"text": "digging", "fault": "hang"},
-        ]
+        [{"tool_calls": [{"research": {}}, {"noop": {}}]}, {"text": "digging", "fault": "hang"}]
     )
     box["rt"] = runtime
 
@@ -216,7 +227,7 @@ def test_runtime_abort_reaches_a_nested_exec_awaited_on_the_same_task() -> None:
         for e in rec.trace
         if e["type"] == "tool_execution_end"
     ]
-    assert ends == [("research", True, False)]
+    assert ends == [("research", True, False), ("noop", True, True)]
 
 
 def test_the_abort_signal_on_its_own() -> None:
@@ -309,3 +320,196 @@ def test_an_abort_after_the_run_ended_does_not_reach_the_caller() -> None:
         return result.reason
 
     assert asyncio.run(main(), debug=True) == "stop"
+
+
+# -- item 16: one result per call, even when the run is aborted mid-batch -----------------
+
+
+def test_abort_mid_batch_answers_every_unrun_call() -> None:
+    """The calls after the abort never run; each gets an error result saying the run was
+    aborted, marked ``skipped`` like a steering skip, with its tool events, in call order."""
+    ran: list[str] = []
+    box: dict[str, Agent] = {}
+
+    def first() -> str:
+        ran.append("first")
+        box["agent"].abort()
+        return "aborting"
+
+    def second() -> str:
+        ran.append("second")
+        return "should not run"
+
+    model = ScriptedModel(
+        [{"tool_calls": [{"first": {}}, {"second": {}}, {"noop": {}}]}, "picked up"]
+    )
+    agent = Agent(model, tools=[tool("first", first), tool("second", second), NOOP])
+    box["agent"] = agent
+    rec = TraceRecorder()
+    agent.subscribe(rec)
+    ends: list[ToolExecutionEnd] = []
+    agent.subscribe(lambda e: ends.append(e) if isinstance(e, ToolExecutionEnd) else None)
+    result = asyncio.run(agent.prompt("go"))
+    assert result.reason == "aborted"
+    assert ran == ["first"]
+    assert compact(rec.trace) == [
+        "agent_start",
+        "turn_start",
+        "message_start:user",
+        "message_end:user",
+        "message_start:assistant",
+        "message_end:assistant[first,second,noop]/toolUse",
+        "tool_start:first",
+        "tool_end:first:ok",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "tool_start:second",
+        "tool_end:second:error",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "tool_start:noop",
+        "tool_end:noop:error",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "turn_end",
+        "agent_end:aborted",
+    ]
+    assert [(e.tool_name, e.skipped, e.result.skipped) for e in ends] == [
+        ("first", False, False),
+        ("second", True, True),
+        ("noop", True, True),
+    ]
+    assert results_of(result.messages) == [
+        ("first", "aborting", False, False),
+        ("second", "Not run: the run was aborted.", True, True),
+        ("noop", "Not run: the run was aborted.", True, True),
+    ]
+    assert ABORTED_TEXT == "Not run: the run was aborted." and ABORTED_TEXT != SKIPPED_TEXT
+    assert rec.trace[-2]["tool_results"] == 3
+    # the next prompt sends every call with its result: no adapter has to drop any
+    asyncio.run(agent.prompt("carry on"))
+    sent = model.requests[1].messages
+    calls = [c.id for m in sent if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    answered = [m.tool_call_id for m in sent if isinstance(m, ToolResultMessage)]
+    assert calls == answered and len(calls) == 3
+
+
+def test_abort_while_a_tool_awaits_answers_it_and_the_rest() -> None:
+    gate: dict[str, Any] = {}
+
+    async def wait_forever() -> str:
+        gate["started"] = True
+        await asyncio.Event().wait()
+        return "never"
+
+    model = ScriptedModel([{"tool_calls": [{"wait": {}}, {"noop": {}}]}])
+    agent = Agent(model, tools=[tool("wait", wait_forever), NOOP])
+    rec = TraceRecorder()
+    agent.subscribe(rec)
+
+    async def main() -> Any:
+        task = asyncio.create_task(agent.prompt("go"))
+        while "started" not in gate:
+            await asyncio.sleep(0)
+        agent.abort()
+        return await task
+
+    result = asyncio.run(main())
+    assert result.reason == "aborted"
+    assert compact(rec.trace)[5:] == [
+        "message_end:assistant[wait,noop]/toolUse",
+        "tool_start:wait",
+        "tool_end:wait:error",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "tool_start:noop",
+        "tool_end:noop:error",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "turn_end",
+        "agent_end:aborted",
+    ]
+    assert results_of(agent.state.messages) == [
+        ("wait", "Cancelled", True, False),  # it ran: not a skip
+        ("noop", ABORTED_TEXT, True, True),
+    ]
+
+
+def test_an_error_mid_batch_also_answers_every_unrun_call() -> None:
+    """A steering source that raises ends the run on an error between two calls: the calls
+    left still get one result each."""
+    from openprogram.agent import AgentContext, LoopConfig, run_agent_loop
+    from openprogram.tools import as_tool
+    from openprogram.types import UserMessage
+
+    polls = {"n": 0}
+
+    def steering() -> list[UserMessage]:
+        polls["n"] += 1
+        if polls["n"] > 1:
+            raise RuntimeError("queue backend down")
+        return []
+
+    model = ScriptedModel([{"tool_calls": [{"noop": {}}, {"noop": {}}]}])
+    context = AgentContext(tools=[as_tool(NOOP)])
+    config = LoopConfig(provider=model, get_steering_messages=steering)
+    result = asyncio.run(run_agent_loop([UserMessage.of("go")], context, config))
+    assert result.reason == "error"
+    assert [(name, err, skip) for name, _, err, skip in results_of(context.messages)] == [
+        ("noop", False, False),
+        ("noop", True, True),
+    ]
+
+
+# -- item 16: tool-call ids made unique where the reply is finalized ----------------------
+
+
+class IdModel:
+    """Replies with ``noop`` calls carrying the given ids (one list per call), then text."""
+
+    def __init__(self, batches: list[list[str]]) -> None:
+        self.batches = batches
+        self.requests: list[list[Any]] = []
+
+    async def stream(self, context: Context, options: StreamOptions) -> AsyncIterator[Any]:
+        self.requests.append(list(context.messages))
+        b = MessageBuilder(api="ids", model="ids")
+        events: list[ProviderEvent] = [b.start()]
+        n = len(self.requests) - 1
+        for call_id in self.batches[n] if n < len(self.batches) else []:
+            events += [b.toolcall_start(call_id, "noop"), b.toolcall_delta("{}"), b.toolcall_end()]
+        if n >= len(self.batches):
+            events += [b.text_start(), b.text_delta("done"), b.text_end()]
+        events.append(b.done())
+        for event in events:
+            yield event
+
+
+def test_empty_and_repeated_tool_call_ids_are_made_unique() -> None:
+    """The loop renames empty and repeated ids (within a reply and across the history) when
+    the reply is finalized, before ``message_end``: the history, the events and the results
+    all quote the same, unique ids."""
+    model = IdModel([["", "a", "a", ""], ["a", "call_1", "b"]])
+    agent = Agent(model, tools=[NOOP])
+    seen: list[AgentEvent] = []
+    agent.subscribe(seen.append)
+    asyncio.run(agent.prompt("go"))
+    calls = [
+        c.id for m in agent.state.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
+    ]
+    assert calls == ["call_1", "a", "a_2", "call_2", "a_3", "call_1_2", "b"]
+    answered = [m.tool_call_id for m in agent.state.messages if isinstance(m, ToolResultMessage)]
+    assert answered == calls
+    ended = [
+        c.id
+        for e in seen
+        if e.type == "message_end" and isinstance(e.message, AssistantMessage)
+        for c in e.message.tool_calls
+    ]
+    assert ended == calls
+    assert [e.tool_call_id for e in seen if e.type == "tool_execution_start"] == calls
+    # the model is sent the renamed ids
+    sent = [
+        c.id for m in model.requests[1] if isinstance(m, AssistantMessage) for c in m.tool_calls
+    ]
+    assert sent == calls[:4]

@@ -11,7 +11,13 @@ import pytest
 from _support import compact, make_runtime, tool
 
 from openprogram import Agent, ModelError, RunAbortedError, Runtime, ToolRegistry
-from openprogram.agent import AgentContext, LoopConfig, run_agent_loop, stream_agent_loop
+from openprogram.agent import (
+    ABORTED_TEXT,
+    AgentContext,
+    LoopConfig,
+    run_agent_loop,
+    stream_agent_loop,
+)
 from openprogram.types import UserMessage
 from openprogram_sim.models import ScriptedFault, ScriptedModel, ScriptExhaustedError
 from openprogram_sim.trace import TraceRecorder, to_trace
@@ -132,13 +138,21 @@ def test_abort_from_a_tool_stops_the_run_and_no_tool_starts_after_it() -> None:
         runtime.exec("go", tools=[tool("first", first), tool("second", second)])
     assert started == ["first"]
     assert model.calls == 1
-    assert compact(rec.trace)[-6:] == [
+    assert compact(rec.trace)[-10:] == [
         "tool_start:first",
         "tool_end:first:ok",
         "message_start:toolResult",
         "message_end:toolResult",
+        "tool_start:second",  # not run: answered as aborted (see test_abort.py)
+        "tool_end:second:error",
+        "message_start:toolResult",
+        "message_end:toolResult",
         "turn_end",
         "agent_end:aborted",
+    ]
+    assert [e["skipped"] for e in rec.trace if e["type"] == "tool_execution_end"] == [
+        False,
+        True,
     ]
     assert_balanced(rec.trace)
 
@@ -213,7 +227,8 @@ def test_abort_while_a_tool_awaits_cancels_it_and_balances_events() -> None:
     assert result.reason == "aborted"
     ends = [e for e in rec.trace if e["type"] == "tool_execution_end"]
     assert [(e["tool_name"], e["result"], e["is_error"]) for e in ends] == [
-        ("wait", "Cancelled", True)
+        ("wait", "Cancelled", True),
+        ("noop", ABORTED_TEXT, True),
     ]
     assert not agent.state.pending_tool_calls
     assert_balanced(rec.trace)

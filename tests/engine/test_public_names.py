@@ -28,7 +28,7 @@ PUBLIC: dict[str, list[str]] = {
         "register_provider", "validate_tool_arguments",
     ],
     "openprogram.agent": [
-        "MAX_INNER_ITERATIONS", "SKIPPED_TEXT", "AbortSignal", "Agent",
+        "ABORTED_TEXT", "MAX_INNER_ITERATIONS", "SKIPPED_TEXT", "AbortSignal", "Agent",
         "AgentContext", "AgentState", "Listener", "LoopConfig", "LoopResult", "effective_cap",
         "run_agent_loop", "stream_agent_loop",
     ],
