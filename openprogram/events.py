@@ -5,8 +5,11 @@ Two vocabularies, both closed and tagged by ``type``:
 * **Agent events** (what a run emits to subscribers): ``agent_start``, ``agent_end``,
   ``turn_start``, ``turn_end``, ``message_start``, ``message_update``, ``message_end``,
   ``tool_execution_start``, ``tool_execution_update``, ``tool_execution_end``. Each carries
-  ``depth`` (0 for the outer exec, +1 per nested exec) and ``round`` (the model call within
-  its exec, from 1; 0 before the first call).
+  ``depth`` (0 for the outer exec, +1 per nested exec), ``round`` (the model call within
+  its exec, from 1; 0 before the first call), ``run_id`` (the same on every event of one
+  run, unique per run: it tells apart runs that go on side by side) and ``parent_run_id``
+  (the run whose tool started this one, for a nested exec; else None), so a subscriber
+  can rebuild the tree of runs.
 * **Provider stream events** (what a provider yields for one model call): ``start``;
   ``text_*``, ``thinking_*`` and ``toolcall_*`` start/delta/end; ``done``; ``error``.
   Tool-call arguments arrive as partial JSON text in ``toolcall_delta``.
@@ -199,6 +202,8 @@ class AgentStart:
 
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["agent_start"] = "agent_start"
 
 
@@ -211,6 +216,8 @@ class AgentEnd:
     """The messages this run added (prompt, replies, tool results)."""
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["agent_end"] = "agent_end"
 
 
@@ -220,6 +227,8 @@ class TurnStart:
 
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["turn_start"] = "turn_start"
 
 
@@ -231,6 +240,8 @@ class TurnEnd:
     tool_results: list[ToolResultMessage]
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["turn_end"] = "turn_end"
 
 
@@ -241,6 +252,8 @@ class MessageStart:
     message: AnyMessage
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["message_start"] = "message_start"
 
 
@@ -252,6 +265,8 @@ class MessageUpdate:
     event: ProviderEvent
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["message_update"] = "message_update"
 
 
@@ -262,6 +277,8 @@ class MessageEnd:
     message: AnyMessage
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["message_end"] = "message_end"
 
 
@@ -275,6 +292,8 @@ class ToolExecutionStart:
     """The arguments as the model sent them (before coercion)."""
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["tool_execution_start"] = "tool_execution_start"
 
 
@@ -288,6 +307,8 @@ class ToolExecutionUpdate:
     partial_result: Any
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["tool_execution_update"] = "tool_execution_update"
 
 
@@ -305,6 +326,8 @@ class ToolExecutionEnd:
     failed before its turn); ``result`` says so."""
     depth: int = 0
     round: int = 0
+    run_id: str = ""
+    parent_run_id: str | None = None
     type: Literal["tool_execution_end"] = "tool_execution_end"
 
 

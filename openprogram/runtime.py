@@ -8,6 +8,12 @@ Example::
 ``exec`` is synchronous; ``aexec`` is the awaitable twin. A tool body that calls ``exec``
 again opens a nested loop one level deeper; without ``tools=`` it inherits the outer
 call's ``tools=`` list (through the ``_current_tools`` context variable).
+
+Execs may run side by side on one runtime (``asyncio.gather`` of ``aexec`` calls, threads).
+Its queues are shared: ``steer``/``follow_up`` go to the oldest running exec, and what an
+exec leaves undelivered when it ends goes on to the oldest one still running, or back to
+the runtime's queue for the next exec when none is. Events tell the runs apart by
+``run_id`` (nested runs name their parent in ``parent_run_id``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any, Final
 
 from openprogram.agent import AbortSignal
 from openprogram.agent.agent import Agent
-from openprogram.agent.agent_loop import Listener, LoopResult
+from openprogram.agent.agent_loop import Listener, LoopResult, _new_run_id
 from openprogram.errors import (
     ArgumentTypeError,
     DecisionError,
@@ -83,6 +89,11 @@ _current_tools: contextvars.ContextVar[list[Tool] | None] = contextvars.ContextV
 _current_depth: contextvars.ContextVar[int] = contextvars.ContextVar("_current_depth", default=-1)
 """Depth of the innermost running exec (-1 outside any)."""
 
+_current_run_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "_current_run_id", default=None
+)
+"""Run id of the innermost running exec: the parent of an exec started by its tools."""
+
 
 _NO_POLICY: Final = ToolPolicy()  # frozen, so safe to share as the default
 
@@ -101,9 +112,12 @@ class _Scope:
         self, tools: list[Tool] | None, policy: ToolPolicy, runtime: Runtime, loaded: set[str]
     ) -> None:
         self.depth = _current_depth.get() + 1
+        self.parent_run_id = _current_run_id.get()
+        self.run_id = _new_run_id()
         self.loaded = loaded
         self._values: list[tuple[contextvars.ContextVar[Any], Any]] = [
             (_current_depth, self.depth),
+            (_current_run_id, self.run_id),
             (_current_policy, policy),
             (_current_runtime, runtime),
             (_current_loaded, loaded),
@@ -227,7 +241,7 @@ class Runtime:
         return unsubscribe
 
     def steer(self, message: str | UserMessage) -> None:
-        """Steer the outermost running exec (or the next one, if none is running)."""
+        """Steer the oldest running outer exec (or the next one, if none is running)."""
         with self._lock:
             if self._agents:
                 self._agents[0].steer(message)
@@ -235,7 +249,7 @@ class Runtime:
                 self._steering.append(message)
 
     def follow_up(self, message: str | UserMessage) -> None:
-        """Queue a follow-up for the outermost running exec (or the next one)."""
+        """Queue a follow-up for the oldest running outer exec (or the next one)."""
         with self._lock:
             if self._agents:
                 self._agents[0].follow_up(message)
@@ -346,7 +360,7 @@ class Runtime:
             scope.enter()
             self._enter(agent, scope.depth)
             try:
-                result = await agent._run(prompt, agent._new_signal(signal))
+                result = await agent._run(prompt, agent._new_signal(signal), scope.run_id)
                 text = self._finish(result, scope.depth)
                 return text if menu is None else await self._decide(menu, text, replies)
             finally:
@@ -378,6 +392,7 @@ class Runtime:
             max_tokens=self.max_tokens,
             temperature=self.temperature,
             depth=scope.depth,
+            parent_run_id=scope.parent_run_id,
             provider_tools=deferral.provider_tools() if deferral is not None else None,
             listeners=self._listeners,  # shared: runtime subscribers see every depth
         )
@@ -440,13 +455,22 @@ class Runtime:
                     agent.follow_up(self._follow_ups.popleft())
 
     def _leave(self, agent: Agent) -> None:
+        """Messages the run did not deliver (it reached its cap, was aborted, or they came
+        as it ended) stay the runtime's: they go to the oldest exec still running, else
+        back to the queue for the next one."""
         with self._lock:
             if agent in self._agents:
                 self._agents.remove(agent)
-            if not self._agents:
-                # keep what the run did not deliver (cap reached) for the next exec
-                self._steering.extend(agent.queued_steering)
-                self._follow_ups.extend(agent.queued_follow_ups)
+            steering, follow_ups = agent._take_queued()
+            if self._agents:
+                heir = self._agents[0]
+                for message in steering:
+                    heir.steer(message)
+                for message in follow_ups:
+                    heir.follow_up(message)
+            else:
+                self._steering.extend(steering)
+                self._follow_ups.extend(follow_ups)
 
     def _finish(self, result: LoopResult, depth: int) -> str:
         final = result.final

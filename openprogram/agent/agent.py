@@ -99,6 +99,7 @@ class Agent:
         max_tokens: int | None = None,
         temperature: float | None = None,
         depth: int = 0,
+        parent_run_id: str | None = None,
         provider_tools: Callable[[list[Tool]], list[ToolSpec]] | None = None,
         listeners: list[Listener] | None = None,
     ) -> None:
@@ -115,6 +116,7 @@ class Agent:
             get_steering_messages=self._dequeue_steering,
             get_follow_up_messages=self._dequeue_follow_ups,
             depth=depth,
+            parent_run_id=parent_run_id,
             provider_tools=provider_tools,
         )
         self._listeners: list[Listener] = listeners if listeners is not None else []
@@ -158,6 +160,14 @@ class Agent:
     @property
     def queued_follow_ups(self) -> list[UserMessage]:
         return list(self._queues.follow_up)
+
+    def _take_queued(self) -> tuple[list[UserMessage], list[UserMessage]]:
+        """Dequeue everything still queued (steering, follow-ups), to hand to another run."""
+        queues = self._queues
+        taken = list(queues.steering), list(queues.follow_up)
+        queues.steering.clear()
+        queues.follow_up.clear()
+        return taken
 
     def _dequeue_steering(self) -> list[UserMessage]:
         queue = self._queues.steering
@@ -218,6 +228,7 @@ class Agent:
         self,
         message: str | UserMessage | Sequence[str | UserMessage],
         signal: AbortSignal,
+        run_id: str | None = None,
     ) -> LoopResult:
         # Should this raise, ``signal`` leaves ``_signals`` (a weak set) with this coroutine.
         if self.state.is_streaming:
@@ -233,7 +244,7 @@ class Agent:
         self.state.is_streaming = True
         try:
             result = await run_agent_loop(
-                prompts, self.state.context, self._config, self._listeners, signal
+                prompts, self.state.context, self._config, self._listeners, signal, run_id=run_id
             )
         finally:
             self.state.is_streaming = False

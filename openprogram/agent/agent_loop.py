@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +89,15 @@ _NOT_RUN_AFTER_ERROR = "Not run: the run ended on an error."
 _CANCELLED_TEXT = "Cancelled"
 """The result of a call that was running when its run was cancelled (it ran: no skip)."""
 
+_RUN_ID_STEM = uuid.uuid4().hex[:8]
+_run_numbers = itertools.count(1)
+
+
+def _new_run_id() -> str:
+    """A run id unique across processes (a random stem) and within one (a counter): cheap
+    enough to make for every run."""
+    return f"{_RUN_ID_STEM}-{next(_run_numbers)}"
+
 
 Listener = Callable[[AgentEvent], None]
 MessageSource = Callable[[], "list[UserMessage] | Awaitable[list[UserMessage]]"]
@@ -127,6 +138,8 @@ class LoopConfig:
     get_steering_messages: MessageSource | None = None
     get_follow_up_messages: MessageSource | None = None
     depth: int = 0
+    parent_run_id: str | None = None
+    """The run whose tool started these runs (a nested exec), for the events."""
     provider_tools: Callable[[list[Tool]], list[ToolSpec]] | None = None
     """Which specs to send to the provider, computed at the start of each pass
     (default: every tool's spec). Deferred loading hooks in here."""
@@ -145,6 +158,8 @@ class LoopResult:
     """Messages dequeued but not delivered because the cap was reached."""
     error: BaseException | None = None
     """What raised, when the run ended because something raised."""
+    run_id: str = ""
+    """The id every event of the run carried."""
 
 
 class _Run:
@@ -162,7 +177,9 @@ class _Run:
         "message_open",
         "new_messages",
         "options",
+        "parent_run_id",
         "round",
+        "run_id",
         "tools_by_name",
         "turn_message",
         "turn_open",
@@ -175,11 +192,14 @@ class _Run:
         config: LoopConfig,
         listeners: Sequence[Listener],
         cancel: asyncio.Event,
+        run_id: str,
     ) -> None:
         self.context = context
         self.config = config
         self.listeners = listeners
         self.cancel = cancel
+        self.run_id = run_id
+        self.parent_run_id = config.parent_run_id
         self.depth = config.depth
         self.round = 0
         self.new_messages: list[AnyMessage] = []
@@ -211,12 +231,14 @@ class _Run:
 
     def emit_message(self, message: AnyMessage) -> None:
         """message_start + message_end for a message that arrives whole."""
-        if self.listeners:
+        if self.listeners:  # built here rather than through emit_start/end: a hot path
             self.emit(
                 MessageStart(
                     message=message,
                     depth=self.depth,
                     round=self.round,
+                    run_id=self.run_id,
+                    parent_run_id=self.parent_run_id,
                 )
             )
             self.emit(
@@ -224,8 +246,32 @@ class _Run:
                     message=message,
                     depth=self.depth,
                     round=self.round,
+                    run_id=self.run_id,
+                    parent_run_id=self.parent_run_id,
                 )
             )
+
+    def emit_start(self, message: AnyMessage) -> None:
+        self.emit(
+            MessageStart(
+                message=message,
+                depth=self.depth,
+                round=self.round,
+                run_id=self.run_id,
+                parent_run_id=self.parent_run_id,
+            )
+        )
+
+    def emit_end(self, message: AnyMessage) -> None:
+        self.emit(
+            MessageEnd(
+                message=message,
+                depth=self.depth,
+                round=self.round,
+                run_id=self.run_id,
+                parent_run_id=self.parent_run_id,
+            )
+        )
 
     def start_turn(self) -> None:
         self.turn_open = True
@@ -237,6 +283,8 @@ class _Run:
                 TurnStart(
                     depth=self.depth,
                     round=self.round,
+                    run_id=self.run_id,
+                    parent_run_id=self.parent_run_id,
                 )
             )
 
@@ -249,6 +297,8 @@ class _Run:
                     tool_results=results,
                     depth=self.depth,
                     round=self.round,
+                    run_id=self.run_id,
+                    parent_run_id=self.parent_run_id,
                 )
             )
 
@@ -270,6 +320,8 @@ async def run_agent_loop(
     config: LoopConfig,
     listeners: Sequence[Listener] = (),
     cancel: asyncio.Event | None = None,
+    *,
+    run_id: str | None = None,
 ) -> LoopResult:
     """Run the loop for ``prompts`` on ``context``; always emits exactly one ``agent_end``.
 
@@ -279,9 +331,11 @@ async def run_agent_loop(
     re-raised after ``agent_end``. Setting ``cancel`` aborts the run; when it is an
     :class:`AbortSignal` (the default), that is safe from any thread and also cancels the
     run's task, so a tool awaiting something else is interrupted.
+
+    ``run_id`` tags every event of the run (default: a fresh unique id).
     """
     signal = cancel if cancel is not None else AbortSignal()
-    run = _Run(context, config, listeners, signal)
+    run = _Run(context, config, listeners, signal, run_id or _new_run_id())
     if isinstance(signal, AbortSignal):
         signal.attach()
     try:
@@ -294,7 +348,9 @@ async def run_agent_loop(
 async def _guarded_run(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
     """The run, with whatever raises turned into its end (see :func:`run_agent_loop`)."""
     if run.listeners:
-        run.emit(AgentStart(depth=run.depth, round=0))
+        run.emit(
+            AgentStart(depth=run.depth, round=0, run_id=run.run_id, parent_run_id=run.parent_run_id)
+        )
     try:
         result = await _run_loop(run, prompts)
     except asyncio.CancelledError:
@@ -357,6 +413,8 @@ def _end(
                 messages=run.new_messages,
                 depth=run.depth,
                 round=run.round,
+                run_id=run.run_id,
+                parent_run_id=run.parent_run_id,
             )
         )
     if final is None:
@@ -371,6 +429,7 @@ def _end(
         unconsumed_steering=steering or [],
         unconsumed_follow_ups=follow_ups or [],
         error=run.error,
+        run_id=run.run_id,
     )
 
 
@@ -468,7 +527,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                 context.stream_message = partial
                 run.message_open = True
                 if listeners:
-                    run.emit(MessageStart(message=partial, depth=run.depth, round=run.round))
+                    run.emit_start(partial)
             elif event.type == "done":
                 # Keep iterating (no break): the provider's generator then finishes on its
                 # own, instead of being finalized later through the event loop.
@@ -484,6 +543,8 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                         event=event,
                         depth=run.depth,
                         round=run.round,
+                        run_id=run.run_id,
+                        parent_run_id=run.parent_run_id,
                     )
                 )
     except Exception as exc:
@@ -515,8 +576,8 @@ def _finish_message(
     run.turn_message = final
     if run.listeners:
         if partial is None:
-            run.emit(MessageStart(message=final, depth=run.depth, round=run.round))
-        run.emit(MessageEnd(message=final, depth=run.depth, round=run.round))
+            run.emit_start(final)
+        run.emit_end(final)
     run.message_open = False
     return final
 
@@ -635,6 +696,8 @@ def _updater(run: _Run, call: ToolCall) -> Callable[[Any], None]:
                 partial_result=partial_result,
                 depth=run.depth,
                 round=run.round,
+                run_id=run.run_id,
+                parent_run_id=run.parent_run_id,
             )
         )
 
@@ -654,6 +717,8 @@ def _tool_start(run: _Run, call: ToolCall) -> ToolExecutionStart:
         args=call.arguments,
         depth=run.depth,
         round=run.round,
+        run_id=run.run_id,
+        parent_run_id=run.parent_run_id,
     )
 
 
@@ -667,6 +732,8 @@ def _tool_end(run: _Run, call: ToolCall, result: ToolResultMessage) -> ToolExecu
         skipped=result.skipped,
         depth=run.depth,
         round=run.round,
+        run_id=run.run_id,
+        parent_run_id=run.parent_run_id,
     )
 
 
