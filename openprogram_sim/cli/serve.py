@@ -47,7 +47,12 @@ def command(args: argparse.Namespace) -> int:
     log = None if args.quiet else _printer(sys.stderr)
     try:
         server = WireServer(
-            scenario, host=args.host, port=args.port, chunk_size=args.chunk_size, log=log
+            scenario,
+            host=args.host,
+            port=args.port,
+            chunk_size=args.chunk_size,
+            cycle=args.cycle,
+            log=log,
         )
     except OSError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
@@ -112,6 +117,11 @@ def add_parser(sub: Any) -> None:
         "--chunk-size", type=int, default=24, metavar="N", help="characters per streamed piece"
     )
     serve.add_argument("-q", "--quiet", action="store_true", help="no line per request")
+    serve.add_argument(
+        "--cycle",
+        action="store_true",
+        help="start the script over when it runs out (load tests; nothing is left unserved)",
+    )
     serve.add_argument(
         "--pythonpath",
         action="append",

@@ -280,8 +280,14 @@ def _scenario_turns(scenario: Scenario) -> list[tuple[Any, WireFault]]:
 
     turns = build_model(scenario).turns
     raw = scenario.model if isinstance(scenario.model, list) else []
-    faults = [WireFault.coerce(getattr(t, "wire", None)) for t in raw]
+    faults = [WireFault.coerce(_plain(getattr(t, "wire", None))) for t in raw]
     return list(zip(turns, faults, strict=True))
+
+
+def _plain(spec: Any) -> Any:
+    """A ``wire:`` spec as a dict, whether the schema keeps it as one or as a model."""
+    dump = getattr(spec, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else spec
 
 
 def _check_requests(scenario: Scenario, requests: list[dict[str, Any]]) -> list[Failure]:

@@ -54,3 +54,11 @@ def test_sessions_and_the_default_session_do_not_share_turns() -> None:
         assert texts == ["first reply", "first reply", "second reply"]
         assert server.session("x").unconsumed == 2
         assert server.base_url("openai", "x") == f"{server.url}/s/x/v1"
+
+
+def test_cycle_plays_the_script_again_when_it_runs_out() -> None:
+    with serve(SCRIPT, cycle=True) as server, httpx2.Client(base_url=server.url) as client:
+        replies = [client.post("/v1/chat/completions", json=HI).json() for _ in range(4)]
+        server.assert_consumed()
+    texts = [r["choices"][0]["message"]["content"] for r in replies]
+    assert texts == [*SCRIPT, SCRIPT[0]]
