@@ -487,7 +487,7 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             has_more_tool_calls = bool(tool_calls)
             steering: list[UserMessage] = []
             if tool_calls:
-                steering = await _execute_tool_calls(run, tool_calls)
+                steering = await _execute_tool_calls(run, message, tool_calls)
             run.end_turn(message, run.turn_results)
             if run.cancel.is_set():
                 return _end(run, "aborted")
@@ -607,11 +607,14 @@ def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
         taken.add(block.id)
 
 
-async def _execute_tool_calls(run: _Run, tool_calls: list[ToolCall]) -> list[UserMessage]:
-    """Run the picked tools one by one, in order; results are appended to the history as
-    they finish. Steering is polled after each call: when it arrives, every remaining call
-    is skipped and the steering messages are returned. After an abort no call runs: the
-    remaining ones are answered with :data:`ABORTED_TEXT` (and steering stays queued)."""
+async def _execute_tool_calls(
+    run: _Run, message: AssistantMessage, tool_calls: list[ToolCall]
+) -> list[UserMessage]:
+    """Run ``message``'s picked tools one by one, in order; results are appended to the
+    history as they finish. Steering is polled after each call: when it arrives, every
+    remaining call is skipped and the steering messages are returned. After an abort no
+    call runs: the remaining ones are answered with :data:`ABORTED_TEXT` (and steering
+    stays queued)."""
     run.batch = tool_calls
     steering_source = run.config.get_steering_messages
     for call in tool_calls:
