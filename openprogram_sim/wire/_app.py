@@ -349,16 +349,27 @@ class _Delivering:
         )
         if d.cut_after == 0:
             raise _Cut
-        for i, chunk in enumerate(response.chunks, start=1):
-            if i > 1 and d.interval and await self._pause(d.interval):
-                return
-            await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
-            if d.cut_after == i:
+        if d.interval:
+            for i, chunk in enumerate(response.chunks, start=1):
+                if i > 1 and await self._pause(d.interval):
+                    return
+                await self._write(chunk)
+                if d.cut_after == i:
+                    raise _Cut
+        else:
+            # Nothing to wait for between chunks: one write, as a server writes a reply that
+            # is ready (the client reads the same bytes; with `interval`, each chunk is its
+            # own write after the pause).
+            await self._write(b"".join(response.chunks[: d.cut_after]))
+            if d.cut_after is not None:
                 raise _Cut
         if d.hang:
             await self._hold()
             return
         await self.send({"type": "http.response.body", "body": b""})
+
+    async def _write(self, data: bytes) -> None:
+        await self.send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def _hold(self) -> None:
         if await self._pause(None) and self._watch is not None and self._watch.result() == "stop":

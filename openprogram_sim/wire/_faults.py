@@ -56,7 +56,9 @@ class WireFault:
     """Replace body chunk N (from 1) with bytes the client cannot parse (invalid JSON in
     an SSE event or a JSON body, a bad checksum in an AWS event-stream frame)."""
     interval: float = 0.0
-    """Real seconds between body chunks."""
+    """Real seconds between body chunks; each chunk (an SSE event, an event-stream frame)
+    is then its own write. Without it the body is written at once, as a server writes a
+    reply that is ready (the client reads the same bytes)."""
 
     @classmethod
     def coerce(cls, value: WireFault | Mapping[str, Any] | None) -> WireFault:
