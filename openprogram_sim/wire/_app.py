@@ -234,24 +234,9 @@ class _ModelCall:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        stream = (
-            self.stream
-            if self.stream is not None
-            else (isinstance(body, dict) and body.get("stream") is True)
-        )
-        request = session.record(
-            {
-                "api": api,
-                "stream": stream,
-                "method": scope["method"],
-                "url": mask_url(_url(scope)),
-                "headers": mask_headers(
-                    {k.decode(): v.decode("latin-1") for k, v in scope["headers"]}
-                ),
-                "body": body,
-                "raw": raw,
-            }
-        )
+        streams = isinstance(body, dict) and body.get("stream") is True
+        stream = self.stream if self.stream is not None else streams
+        request = session.record(_recorded(scope, api, stream, body, raw))
         problem = _malformed(api, body)
         if problem is not None:
             return self._fail(session, 400, f"request #{request.index} ({api}): {problem}")
@@ -265,13 +250,13 @@ class _ModelCall:
                 "the scenario's model:, or check why the client called again.",
             )
         number, turn, fault = taken
-        model = params.get("model") or (body.get("model") if isinstance(body, dict) else None)
         if self.app.log is not None:
             where = "" if session.name is None else f"[{session.name}] "
             mode = "stream" if stream else "json"
             self.app.log(
                 f"{where}#{request.index} {api} ({mode}) <- turn {number}/{len(self.app.script)}"
             )
+        model = params.get("model") or (body.get("model") if isinstance(body, dict) else None)
         try:
             return deliver(
                 api, turn, fault, stream=stream, model=str(model or "scripted"),
@@ -291,10 +276,27 @@ class _ModelCall:
         return Delivery(response=response)
 
 
+def _recorded(scope: Scope, api: str, stream: bool, body: Any, raw: bytes) -> dict[str, Any]:
+    """A request's fields as :class:`WireRequest` keeps them, credentials masked."""
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+    return {
+        "api": api,
+        "stream": stream,
+        "method": scope["method"],
+        "url": mask_url(_url(scope)),
+        "headers": mask_headers(headers),
+        "body": body,
+        "raw": raw,
+    }
+
+
 def _url(scope: Scope) -> str:
     host, port = scope.get("server") or ("127.0.0.1", 0)
     query = scope.get("query_string", b"")
-    path = scope.get("root_path", "") + scope["path"]
+    # the full path: the /s/{session} Mount puts its prefix in root_path, and Starlette
+    # keeps it in path too (older versions stripped it from path)
+    root = scope.get("root_path", "")
+    path = scope["path"] if scope["path"].startswith(root) else root + scope["path"]
     return f"http://{host}:{port}{path}" + (f"?{query.decode('latin-1')}" if query else "")
 
 

@@ -53,6 +53,7 @@ def test_sessions_and_the_default_session_do_not_share_turns() -> None:
         texts = [r["choices"][0]["message"]["content"] for r in (a, b, c)]
         assert texts == ["first reply", "first reply", "second reply"]
         assert server.session("x").unconsumed == 2
+        assert server.session("x").requests[0].url == f"{server.url}/s/x/v1/chat/completions"
         assert server.base_url("openai", "x") == f"{server.url}/s/x/v1"
 
 
