@@ -81,3 +81,8 @@ def test_a_stream_cut_after_a_chunk_is_a_broken_transfer() -> None:
     broken = pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read")
     with serve(cut) as s, client(s) as c, broken:
         _ask(c, True)
+
+
+def test_models_list_in_anthropics_shape(server: WireServer) -> None:
+    with client(server, "models") as c:
+        assert [m.id for m in c.models.list()] == ["scripted"]

@@ -194,3 +194,8 @@ def test_latency_is_real_time_before_the_first_byte_and_between_chunks() -> None
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.08
     assert times[-1] >= 0.3 + 0.1 * (len(times) - 1) - 0.05
+
+
+def test_models_list_in_openais_shape(server: WireServer) -> None:
+    with client(server, "models") as c:
+        assert [m.id for m in c.models.list()] == ["scripted"]
