@@ -28,6 +28,8 @@ __all__ = [
     "AssistantContent",
     "AssistantMessage",
     "ContentBlock",
+    "ErrorDetails",
+    "ErrorReason",
     "ImageContent",
     "Message",
     "StopReason",
@@ -144,6 +146,51 @@ class Usage:
         )
 
 
+ErrorReason: TypeAlias = Literal[
+    "rate_limit",
+    "overloaded",
+    "server",
+    "auth",
+    "invalid_request",
+    "timeout",
+    "network",
+    "stream",
+    "other",
+]
+"""Why a model call failed: ``rate_limit`` (too many requests, or a spent quota),
+``overloaded`` (the provider is busy: Anthropic 529, HTTP 503), ``server`` (a 5xx or the
+provider's own failure), ``auth`` (the key was refused), ``invalid_request`` (the provider
+rejected the request: fix it rather than retry), ``timeout``, ``network`` (no answer: the
+connection failed or dropped), ``stream`` (an answer came but could not be read as a
+reply: cut short, corrupt, empty) or ``other``."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ErrorDetails:
+    """What the provider said about a failed call, for deciding whether and when to retry.
+
+    Set by the provider adapters on every ``stop_reason="error"`` message; kept in the
+    message's JSON; never sent to a provider.
+
+    Example::
+
+        >>> ErrorDetails(reason="rate_limit", status=429, retryable=True, retry_after=17.0)
+        ErrorDetails(reason='rate_limit', status=429, retryable=True, retry_after=17.0)
+    """
+
+    reason: ErrorReason
+    """The kind of failure, from a closed vocabulary (:data:`ErrorReason`)."""
+    status: int | None = None
+    """The HTTP status of a non-2xx answer; ``None`` when the failure came inside a 2xx
+    answer or no answer came at all."""
+    retryable: bool = False
+    """Whether the same request may succeed later (rate limits, overload, 5xx, timeouts,
+    dropped connections), unless the provider said otherwise (``x-should-retry``)."""
+    retry_after: float | None = None
+    """Seconds the provider asked to wait (``retry-after-ms``, ``retry-after``, Anthropic's
+    rate-limit reset headers, Gemini's ``RetryInfo``); ``None`` when it did not say."""
+
+
 @dataclass(slots=True)
 class UserMessage:
     """A message from the user (the prompt, a steering or a follow-up message)."""
@@ -176,6 +223,9 @@ class AssistantMessage:
     """Which wire API produced it (``openai-chat``, ``anthropic``, ``scripted``...)."""
     model: str = ""
     timestamp: int = 0
+    error_details: ErrorDetails | None = None
+    """Set with ``stop_reason="error"`` by the provider adapters: the kind of failure, the
+    HTTP status, whether a retry may help and when. Never sent to a provider."""
 
     @property
     def text(self) -> str:

@@ -15,7 +15,7 @@ import asyncio
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
@@ -24,6 +24,10 @@ import httpx2
 
 from openprogram.errors import ConfigurationError
 from openprogram.events import ProviderEvent
+from openprogram.providers._errors import (
+    http_error,
+    transport_details,
+)
 from openprogram.providers._parsing import WireParser
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.providers.builder import MessageBuilder
@@ -31,7 +35,6 @@ from openprogram.types import AnyMessage, AssistantMessage, ToolCall, ToolResult
 
 __all__ = [
     "HTTPProvider",
-    "http_error_text",
     "redact",
     "resolve_api_key",
     "sendable_messages",
@@ -40,7 +43,6 @@ __all__ = [
 T = TypeVar("T")
 _CANCELLED: Any = object()
 _EOF: Any = object()
-_MAX_ERROR_BODY = 500
 
 
 def resolve_api_key(
@@ -71,54 +73,6 @@ def redact(text: str, secret: str | None) -> str:
     if secret and len(secret) >= 4:
         return text.replace(secret, "***")
     return text
-
-
-def http_error_text(
-    provider: str, status: int, body: bytes | str, headers: Mapping[str, str] | None = None
-) -> str:
-    """One line for a failed HTTP call: status, the provider's code and message from the
-    error body (or the start of the body when it is not JSON), and ``retry-after``."""
-    raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    message, code = _error_details(raw)
-    lowered = {k.lower(): v for k, v in (headers or {}).items()}
-    # Bedrock names the error only in a header (e.g. "ThrottlingException:http://...").
-    amzn = lowered.get("x-amzn-errortype", "").split(":", 1)[0]
-    if amzn and (not code or code.isdigit()):
-        code = amzn
-    text = f"{provider} API error: HTTP {status}"
-    if code:
-        text += f" ({code})"
-    if message:
-        text += f": {message}"
-    retry_after = lowered.get("retry-after")
-    if retry_after:
-        text += f" (retry-after: {retry_after})"
-    return text
-
-
-def _error_details(raw: str) -> tuple[str, str]:
-    try:
-        data: Any = json.loads(raw)
-    except ValueError:
-        return raw.strip()[:_MAX_ERROR_BODY], ""
-    if isinstance(data, list) and data:
-        data = data[0]  # Gemini without alt=sse wraps errors in an array
-    if not isinstance(data, dict):
-        return raw.strip()[:_MAX_ERROR_BODY], ""
-    error = data.get("error", data)
-    if isinstance(error, str):
-        return error, ""
-    if not isinstance(error, dict):
-        return raw.strip()[:_MAX_ERROR_BODY], ""
-    message = error.get("message") or error.get("Message") or ""
-    # A symbolic code says more than a number that repeats the HTTP status (Gemini sends
-    # both: code 404, status NOT_FOUND).
-    raw_code = error.get("code")
-    symbolic = error.get("type") or error.get("status") or data.get("__type")
-    code: Any = raw_code
-    if not (isinstance(raw_code, str) and raw_code and not raw_code.isdigit()):
-        code = symbolic or raw_code
-    return str(message), str(code) if code else ""
 
 
 def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
@@ -267,7 +221,9 @@ class HTTPProvider(ABC):
                 yield event
         except httpx2.HTTPError as exc:
             detail = redact(f"{type(exc).__name__}: {exc}", self._api_key)
-            yield builder.error(f"{self.label} request failed: {detail}")
+            yield builder.error(
+                f"{self.label} request failed: {detail}", details=transport_details(exc)
+            )
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
@@ -314,8 +270,8 @@ class HTTPProvider(ABC):
     ) -> AsyncIterator[ProviderEvent]:
         if not response.is_success:
             raw = await response.aread()
-            text = http_error_text(self.label, response.status_code, raw, response.headers)
-            yield builder.error(redact(text, self._api_key))
+            text, details = http_error(self.label, response.status_code, raw, response.headers)
+            yield builder.error(redact(text, self._api_key), details=details)
             return
         parser = self.parser(builder, response.headers.get("content-type", ""))
         chunks = response.aiter_bytes()

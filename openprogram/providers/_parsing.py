@@ -13,9 +13,10 @@ import json
 from typing import Any, Literal
 
 from openprogram.events import ProviderEvent
+from openprogram.providers._errors import http_error
 from openprogram.providers._sse import SSEDecoder, SSEEvent
 from openprogram.providers.builder import MessageBuilder
-from openprogram.types import AssistantMessage, Usage
+from openprogram.types import AssistantMessage, ErrorDetails, Usage
 
 __all__ = ["WireParser", "is_event_stream", "parse_body", "to_int"]
 
@@ -68,10 +69,14 @@ class WireParser:
         self._out.append(self.builder.done(stop_reason, usage))
         self.finished = True
 
-    def fail(self, message: str, usage: Usage | None = None) -> None:
-        """Close what is open and finish with ``stop_reason="error"``."""
+    def fail(
+        self, message: str, usage: Usage | None = None, *, details: ErrorDetails | None = None
+    ) -> None:
+        """Close what is open and finish with ``stop_reason="error"``. ``details`` default:
+        a ``stream`` failure (the answer could not be read as a reply)."""
+        details = details if details is not None else ErrorDetails(reason="stream")
         self._out.extend(self.builder.close_open_blocks())
-        self._out.append(self.builder.error(message, usage=usage))
+        self._out.append(self.builder.error(message, usage=usage, details=details))
         self.finished = True
 
     # -- what the provider calls ---------------------------------------------------------
@@ -93,7 +98,11 @@ class WireParser:
             if not self.finished:
                 self._guarded(self.on_end)
             if not self.finished:
-                self.fail(f"{self.label} stream ended before {self.terminal}")
+                # Most often a dropped connection: the same call may well succeed.
+                self.fail(
+                    f"{self.label} stream ended before {self.terminal}",
+                    details=ErrorDetails(reason="stream", retryable=True),
+                )
         elif not self.finished:
             self._guarded(self._whole_json)
             if not self.finished:
@@ -132,17 +141,17 @@ class WireParser:
         return out
 
 
-def parse_body(
-    parser: WireParser, body: bytes | str, *, status: int, error_text: str | None
-) -> AssistantMessage:
-    """Run a whole recorded body through ``parser``; ``error_text`` (set when ``status`` is
-    not 2xx) becomes the error instead."""
-    if error_text is not None or not 200 <= status < 300:
-        parser.builder.error(error_text or f"{parser.label} API error (HTTP {status})")
-        return parser.builder.message
-    parser.feed(body.encode() if isinstance(body, str) else body)
-    parser.finish()
-    return parser.builder.message
+def parse_body(parser: WireParser, body: bytes | str, *, status: int) -> AssistantMessage:
+    """Run a whole recorded body through ``parser``; a ``status`` outside 2xx makes the
+    body an error body instead."""
+    message = parser.builder.message
+    if not 200 <= status < 300:
+        text, details = http_error(parser.label, status, body)
+        parser.builder.error(text, details=details)
+    else:
+        parser.feed(body.encode() if isinstance(body, str) else body)
+        parser.finish()
+    return message
 
 
 def to_int(value: Any) -> int:

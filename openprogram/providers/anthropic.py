@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from openprogram.providers._http import HTTPProvider, http_error_text, sendable_messages
+from openprogram.providers._errors import details_for_codes
+from openprogram.providers._http import HTTPProvider, sendable_messages
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
@@ -24,6 +25,7 @@ from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
+    ErrorDetails,
     ImageContent,
     TextContent,
     ThinkingContent,
@@ -207,7 +209,11 @@ class _Parser(WireParser):
     def _fail_error(self, error: Any) -> None:
         error = error if isinstance(error, dict) else {"message": str(error)}
         kind = error.get("type") or "error"
-        self.fail(f"{_LABEL} stream error ({kind}): {error.get('message', '')}", self._usage)
+        self.fail(
+            f"{_LABEL} stream error ({kind}): {error.get('message', '')}",
+            self._usage,
+            details=details_for_codes(kind),
+        )
 
     def _block_start(self, index: int, block: dict[str, Any]) -> None:
         kind = block.get("type")
@@ -255,7 +261,11 @@ class _Parser(WireParser):
     def _finish(self) -> None:
         reason = self._stop_reason
         if reason == "refusal":
-            self.fail(f"{_LABEL}: the model refused to answer (stop_reason refusal)", self._usage)
+            self.fail(
+                f"{_LABEL}: the model refused to answer (stop_reason refusal)",
+                self._usage,
+                details=ErrorDetails(reason="other"),
+            )
         else:
             self.done(_STOP.get(reason or "end_turn", "stop"), self._usage)
 
@@ -289,8 +299,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
     """A recorded ``/v1/messages`` response (JSON, SSE or an error body) as an
     :class:`~openprogram.types.AssistantMessage`."""
     parser = _Parser(MessageBuilder(api=API, model=""), content_type)
-    error = None if 200 <= status < 300 else http_error_text(_LABEL, status, body)
-    return parse_body(parser, body, status=status, error_text=error)
+    return parse_body(parser, body, status=status)
 
 
 class AnthropicProvider(HTTPProvider):

@@ -26,18 +26,20 @@ import httpx2
 
 from openprogram.errors import ConfigurationError
 from openprogram.events import ProviderEvent
+from openprogram.providers._errors import details_for_codes
 from openprogram.providers._eventstream import (
     EventStreamDecoder,
     EventStreamError,
     EventStreamMessage,
 )
-from openprogram.providers._http import HTTPProvider, http_error_text, sendable_messages
+from openprogram.providers._http import HTTPProvider, sendable_messages
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
+    ErrorDetails,
     ImageContent,
     TextContent,
     ThinkingContent,
@@ -248,12 +250,20 @@ class _BedrockParser(WireParser):
         if not self.finished:
             try:
                 self._frames.close()
-            except EventStreamError as exc:
-                self.fail(f"Bedrock event stream is corrupt: {exc}", self._usage)
+            except EventStreamError as exc:  # cut inside a message: a dropped connection
+                self.fail(
+                    f"Bedrock event stream is corrupt: {exc}",
+                    self._usage,
+                    details=ErrorDetails(reason="stream", retryable=True),
+                )
         if not self.finished:
             self._conclude()
         if not self.finished:
-            self.fail(f"Bedrock stream ended before {self.terminal}", self._usage)
+            self.fail(
+                f"Bedrock stream ended before {self.terminal}",
+                self._usage,
+                details=ErrorDetails(reason="stream", retryable=True),
+            )
         return self._take()
 
     def on_json(self, body: Any) -> None:
@@ -272,7 +282,9 @@ class _BedrockParser(WireParser):
             payload = json.loads(frame.payload) if frame.payload else {}
             self.on_event(str(frame.headers.get(":event-type", "")), payload)
         else:
-            self.fail(_exception_text(frame), self._usage)
+            headers = frame.headers
+            name = headers.get(":exception-type") or headers.get(":error-code")
+            self.fail(_exception_text(frame), self._usage, details=details_for_codes(name))
 
     def on_event(self, event_type: str, payload: dict[str, Any]) -> None:
         """Handle one ConverseStream event (the ``"p"`` padding field is never read)."""
@@ -351,7 +363,11 @@ class _BedrockParser(WireParser):
             return
         reason = _STOP.get(self._stop_reason)
         if reason is None:
-            self.fail(f"Bedrock stopped with stopReason {self._stop_reason}", self._usage)
+            self.fail(
+                f"Bedrock stopped with stopReason {self._stop_reason}",
+                self._usage,
+                details=ErrorDetails(reason="other"),
+            )
         else:
             self.done(reason, self._usage)
 
@@ -410,8 +426,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
     """
     builder = MessageBuilder(api=API, model="")
     parser = _BedrockParser(builder, content_type)
-    error = None if 200 <= status < 300 else http_error_text(_LABEL, status, body)
-    return parse_body(parser, body, status=status, error_text=error)
+    return parse_body(parser, body, status=status)
 
 
 # --------------------------------------------------------------------------- provider

@@ -29,6 +29,7 @@ from openprogram.events import (
 )
 from openprogram.types import (
     AssistantMessage,
+    ErrorDetails,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -181,12 +182,20 @@ class MessageBuilder:
         return ProviderDone(reason=stop_reason, message=self.message)
 
     def error(
-        self, error_message: str, *, aborted: bool = False, usage: Usage | None = None
+        self,
+        error_message: str,
+        *,
+        aborted: bool = False,
+        usage: Usage | None = None,
+        details: ErrorDetails | None = None,
     ) -> ProviderError:
-        """Finish with a failure (or a cancellation when ``aborted``)."""
+        """Finish with a failure (or a cancellation when ``aborted``). ``details`` says what
+        kind of failure it was (:class:`~openprogram.types.ErrorDetails`); a provider sets
+        them on every error, and leaves them out of a cancellation."""
         if usage is not None:
             self.message.usage = usage
         reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
         self.message.stop_reason = reason
         self.message.error_message = error_message
+        self.message.error_details = details
         return ProviderError(reason=reason, error=self.message)

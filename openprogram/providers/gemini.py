@@ -23,7 +23,8 @@ import uuid
 from typing import Any, Literal, TypeAlias
 
 from openprogram.events import ProviderEvent
-from openprogram.providers._http import HTTPProvider, http_error_text, sendable_messages
+from openprogram.providers._errors import details_for_codes
+from openprogram.providers._http import HTTPProvider, sendable_messages
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
@@ -31,6 +32,7 @@ from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
+    ErrorDetails,
     ImageContent,
     TextContent,
     ThinkingContent,
@@ -213,7 +215,9 @@ class _GeminiParser(WireParser):
 
     def _chunk(self, chunk: dict[str, Any]) -> None:
         if "error" in chunk:
-            self.fail(_error_text(chunk["error"]), self._usage)
+            error = chunk["error"]
+            codes = (error.get("status"), error.get("code")) if isinstance(error, dict) else ()
+            self.fail(_error_text(error), self._usage, details=details_for_codes(*codes))
             return
         if "usageMetadata" in chunk:
             self._usage = _usage(chunk["usageMetadata"])
@@ -224,7 +228,11 @@ class _GeminiParser(WireParser):
         if not candidates:
             blocked = (chunk.get("promptFeedback") or {}).get("blockReason")
             if blocked:
-                self.fail(f"Gemini blocked the prompt (blockReason {blocked})", self._usage)
+                self.fail(
+                    f"Gemini blocked the prompt (blockReason {blocked})",
+                    self._usage,
+                    details=ErrorDetails(reason="other"),
+                )
             return
         candidate = candidates[0]
         for part in (candidate.get("content") or {}).get("parts") or []:
@@ -292,7 +300,11 @@ class _GeminiParser(WireParser):
             self.done("length", self._usage)
         else:
             detail = f": {self._finish_message}" if self._finish_message else ""
-            self.fail(f"Gemini stopped with finishReason {reason}{detail}", self._usage)
+            self.fail(
+                f"Gemini stopped with finishReason {reason}{detail}",
+                self._usage,
+                details=ErrorDetails(reason="other"),
+            )
 
 
 def _end(builder: MessageBuilder, kind: _Kind) -> ProviderEvent:
@@ -333,8 +345,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
     """
     builder = MessageBuilder(api=API, model="")
     parser = _GeminiParser(builder, content_type)
-    error = None if 200 <= status < 300 else http_error_text(_LABEL, status, body)
-    return parse_body(parser, body, status=status, error_text=error)
+    return parse_body(parser, body, status=status)
 
 
 # --------------------------------------------------------------------------- provider

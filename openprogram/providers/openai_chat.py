@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from openprogram.providers._http import HTTPProvider, http_error_text, sendable_messages
+from openprogram.providers._errors import details_for_codes
+from openprogram.providers._http import HTTPProvider, sendable_messages
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
@@ -22,6 +23,7 @@ from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
+    ErrorDetails,
     ImageContent,
     TextContent,
     ToolResultMessage,
@@ -200,9 +202,13 @@ class _Parser(WireParser):
                 self._finish_reason = choice.get("finish_reason") or self._finish_reason
 
     def _fail_chunk(self, error: Any) -> None:
-        text = error.get("message") if isinstance(error, dict) else str(error)
-        code = error.get("code") or error.get("type") if isinstance(error, dict) else None
-        self.fail(f"{_LABEL} stream error{f' ({code})' if code else ''}: {text}", self._usage)
+        fields = error if isinstance(error, dict) else {"message": str(error)}
+        code = fields.get("code") or fields.get("type")
+        self.fail(
+            f"{_LABEL} stream error{f' ({code})' if code else ''}: {fields.get('message')}",
+            self._usage,
+            details=details_for_codes(fields.get("code"), fields.get("type")),
+        )
 
     def _delta(self, delta: dict[str, Any]) -> None:
         # Compatible servers (vLLM, DeepSeek, OpenRouter) stream reasoning in these fields.
@@ -245,7 +251,11 @@ class _Parser(WireParser):
     def _finish(self) -> None:
         reason = self._finish_reason
         if reason == "content_filter":
-            self.fail(f"{_LABEL}: the reply was stopped by the content filter", self._usage)
+            self.fail(
+                f"{_LABEL}: the reply was stopped by the content filter",
+                self._usage,
+                details=ErrorDetails(reason="other"),
+            )
         else:
             self.done(_STOP.get(reason or "stop", "stop"), self._usage)
 
@@ -281,8 +291,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
     """A recorded ``/chat/completions`` response (JSON, SSE or an error body) as an
     :class:`~openprogram.types.AssistantMessage`."""
     parser = _Parser(MessageBuilder(api=API, model=""), content_type)
-    error = None if 200 <= status < 300 else http_error_text(_LABEL, status, body)
-    return parse_body(parser, body, status=status, error_text=error)
+    return parse_body(parser, body, status=status)
 
 
 class OpenAIChatProvider(HTTPProvider):

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openprogram.providers._http import HTTPProvider, http_error_text, sendable_messages
+from openprogram.providers._errors import details_for_codes
+from openprogram.providers._http import HTTPProvider, sendable_messages
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
@@ -26,6 +27,7 @@ from openprogram.providers.builder import MessageBuilder, parse_arguments
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
+    ErrorDetails,
     ImageContent,
     TextContent,
     ThinkingContent,
@@ -191,6 +193,12 @@ def _error_text(error: Any, default: str) -> str:
     return f"({code}) {message}" if code else str(message)
 
 
+def _error_details(error: Any) -> ErrorDetails:
+    if not isinstance(error, dict):
+        return details_for_codes()
+    return details_for_codes(error.get("code"), error.get("type"))
+
+
 _Key = tuple[str, str, int]
 
 
@@ -224,7 +232,10 @@ class _Parser(WireParser):
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             self._complete(data["response"])
         elif kind == "error":
-            self.fail(f"{_LABEL} stream error: {_error_text(data, 'unknown error')}")
+            self.fail(
+                f"{_LABEL} stream error: {_error_text(data, 'unknown error')}",
+                details=_error_details(data),
+            )
 
     def _item_added(self, item: dict[str, Any]) -> None:
         if item.get("type") == "function_call":
@@ -310,14 +321,25 @@ class _Parser(WireParser):
         elif status == "incomplete" and reason != "content_filter":
             self.done("length", usage)
         elif status == "incomplete":
-            self.fail(f"{_LABEL}: the reply was stopped by the content filter", usage)
+            self.fail(
+                f"{_LABEL}: the reply was stopped by the content filter",
+                usage,
+                details=ErrorDetails(reason="other"),
+            )
         else:
             error = _error_text(response.get("error"), "no error details")
-            self.fail(f"{_LABEL}: response {status}: {error}", usage)
+            self.fail(
+                f"{_LABEL}: response {status}: {error}",
+                usage,
+                details=_error_details(response.get("error")),
+            )
 
     def on_json(self, body: Any) -> None:
         if body.get("error") and not body.get("output"):
-            self.fail(f"{_LABEL} error: {_error_text(body['error'], 'unknown error')}")
+            self.fail(
+                f"{_LABEL} error: {_error_text(body['error'], 'unknown error')}",
+                details=_error_details(body["error"]),
+            )
             return
         for item in body.get("output") or []:
             self._item_done(item)
@@ -328,8 +350,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
     """A recorded ``/v1/responses`` response (JSON, SSE or an error body) as an
     :class:`~openprogram.types.AssistantMessage`."""
     parser = _Parser(MessageBuilder(api=API, model=""), content_type)
-    error = None if 200 <= status < 300 else http_error_text(_LABEL, status, body)
-    return parse_body(parser, body, status=status, error_text=error)
+    return parse_body(parser, body, status=status)
 
 
 class OpenAIResponsesProvider(HTTPProvider):

@@ -22,6 +22,7 @@ import httpx2
 import pytest
 
 from openprogram.events import ProviderEvent
+from openprogram.providers._eventstream import encode_message
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.types import AssistantMessage, UserMessage
 
@@ -182,17 +183,83 @@ def run_provider(
     return Run(asyncio.run(go()), requests)
 
 
+# --------------------------------------------------------------------------- all five
+
+FIVE = ("openai-chat", "openai-responses", "anthropic", "gemini", "bedrock")
+"""The wire APIs, for tests that hold every adapter to the same contract."""
+
+KEY = "test-secret-not-a-real-key-4821"
+
+STREAM_TYPES = {api: "text/event-stream" for api in FIVE} | {
+    "bedrock": "application/vnd.amazon.eventstream"
+}
+
+
+def make_provider(
+    api: str, client: httpx2.AsyncClient | None, *, key: str | None = KEY, **options: Any
+) -> Any:
+    """The ``api`` adapter on ``client`` with ``key`` (Bedrock: as its bearer token, in
+    us-east-1)."""
+    cls = provider_class(api)
+    if api == "bedrock":
+        options.setdefault("region", "us-east-1")
+        return cls("m-1", bearer_token=key, client=client, **options)
+    return cls("m-1", api_key=key, client=client, **options)
+
+
+def stream_lines(api: str, *events: tuple[str, str]) -> bytes:
+    """A 200 body of ``(event name, data text)`` pairs in ``api``'s framing: SSE (the name
+    sent as ``event:`` where the API names its events) or Bedrock's event-stream frames."""
+    if api == "bedrock":
+        return b"".join(
+            encode_message({":message-type": "event", ":event-type": name}, data.encode())
+            for name, data in events
+        )
+    named = api in ("openai-responses", "anthropic")
+    out = [
+        f"event: {name}\ndata: {data}\n\n" if named else f"data: {data}\n\n"
+        for name, data in events
+    ]
+    return "".join(out).encode()
+
+
+def stream_error(api: str, code: str, message: str) -> bytes:
+    """A 200 body holding only ``api``'s in-stream error with ``code`` and ``message``."""
+    if api == "bedrock":
+        headers = {":message-type": "exception", ":exception-type": code}
+        return encode_message(headers, json.dumps({"message": message}).encode())
+    data: dict[str, Any] = {
+        "openai-chat": {"error": {"message": message, "type": code}},
+        "openai-responses": {"type": "error", "code": code, "message": message},
+        "anthropic": {"type": "error", "error": {"type": code, "message": message}},
+        "gemini": {"error": {"code": 500, "message": message, "status": code}},
+    }[api]
+    return stream_lines(api, ("error", json.dumps(data)))
+
+
 class Kit:
     """The helpers of this conftest, handed to tests by the ``kit`` fixture (test modules
     do not import conftest)."""
 
     Case = Case
+    FIVE = FIVE
+    KEY = KEY
+    STREAM_TYPES = STREAM_TYPES
     run = staticmethod(run_provider)
     response = staticmethod(streaming_response)
     provider_class = staticmethod(provider_class)
     simple_context = staticmethod(simple_context)
+    provider = staticmethod(make_provider)
+    stream_lines = staticmethod(stream_lines)
+    stream_error = staticmethod(stream_error)
 
 
 @pytest.fixture
 def kit() -> type[Kit]:
     return Kit
+
+
+@pytest.fixture(params=FIVE)
+def each_api(request: pytest.FixtureRequest) -> str:
+    """Runs the test once per wire API."""
+    return str(request.param)
