@@ -4,6 +4,9 @@
   :class:`~openprogram.types.ErrorDetails` (reason, status, retryable, retry-after).
 * :func:`details_for_codes` classifies an error that arrived inside a 2xx answer by the
   codes it carries; :func:`transport_details` classifies an ``httpx2`` exception.
+
+Limits (listed in ``docs/limits.md``): :data:`MAX_ERROR_BODY` bytes of an error body are
+read.
 """
 
 from __future__ import annotations
@@ -21,12 +24,16 @@ import httpx2
 from openprogram.types import ErrorDetails, ErrorReason
 
 __all__ = [
+    "MAX_ERROR_BODY",
     "details_for_codes",
     "error_fields",
     "http_error",
     "transport_details",
 ]
 
+MAX_ERROR_BODY = 64 * 1024
+"""Bytes of a non-2xx body read for its error text; the rest is never read (a body that
+never ends must not hold the call)."""
 
 _RETRYABLE: frozenset[ErrorReason] = frozenset(
     {"rate_limit", "overloaded", "server", "timeout", "network"}

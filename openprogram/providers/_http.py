@@ -25,6 +25,7 @@ import httpx2
 from openprogram.errors import ConfigurationError
 from openprogram.events import ProviderEvent
 from openprogram.providers._errors import (
+    MAX_ERROR_BODY,
     http_error,
     transport_details,
 )
@@ -124,6 +125,23 @@ async def _race(awaitable: Awaitable[T], cancel: asyncio.Event | None) -> T:
     if task.cancelled():
         return _CANCELLED  # type: ignore[no-any-return]
     return task.result()
+
+
+async def _read_error_body(response: httpx2.Response, cancel: asyncio.Event | None) -> Any:
+    """The start of a non-2xx body: at most ``MAX_ERROR_BODY`` bytes, read under ``cancel``
+    (``_CANCELLED`` when it is set first). A body that never ends holds neither."""
+    parts: list[bytes] = []
+    size = 0
+    chunks = response.aiter_bytes()
+    while size < MAX_ERROR_BODY:
+        chunk = await _race(anext(chunks, _EOF), cancel)
+        if chunk is _CANCELLED:
+            return _CANCELLED
+        if chunk is _EOF:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)[:MAX_ERROR_BODY]
 
 
 class HTTPProvider(ABC):
@@ -269,7 +287,10 @@ class HTTPProvider(ABC):
         self, response: httpx2.Response, builder: MessageBuilder, cancel: asyncio.Event | None
     ) -> AsyncIterator[ProviderEvent]:
         if not response.is_success:
-            raw = await response.aread()
+            raw = await _read_error_body(response, cancel)
+            if raw is _CANCELLED:
+                yield builder.error(f"{self.label} request aborted", aborted=True)
+                return
             text, details = http_error(self.label, response.status_code, raw, response.headers)
             yield builder.error(redact(text, self._api_key), details=details)
             return
