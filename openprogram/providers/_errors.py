@@ -4,6 +4,8 @@
   :class:`~openprogram.types.ErrorDetails` (reason, status, retryable, retry-after).
 * :func:`details_for_codes` classifies an error that arrived inside a 2xx answer by the
   codes it carries; :func:`transport_details` classifies an ``httpx2`` exception.
+* :func:`carried_error` finds an error, in any of the five APIs' shapes, in a body that
+  should have been a reply.
 
 Limits (listed in ``docs/limits.md``): :data:`MAX_ERROR_BODY` bytes of an error body are
 read.
@@ -25,6 +27,7 @@ from openprogram.types import ErrorDetails, ErrorReason
 
 __all__ = [
     "MAX_ERROR_BODY",
+    "carried_error",
     "details_for_codes",
     "error_fields",
     "http_error",
@@ -83,12 +86,13 @@ def _load_json(raw: str | bytes) -> Any:
         return None
 
 
-def error_fields(data: Any) -> tuple[str, str] | None:
+def error_fields(data: Any, *, strict: bool = False) -> tuple[str, str] | None:
     """``(message, code)`` of an error body in any of the five APIs' shapes, else ``None``.
 
     ``{"error": {...}}`` (OpenAI, Gemini, Anthropic's ``type: error`` body), ``[{"error":
     ...}]`` (Gemini without SSE), ``{"message": ...}`` with the code in ``__type``/``code``
-    (Bedrock).
+    (Bedrock). Without ``strict``, any object is read that way (an HTTP error body); with
+    it, only an object with an ``error`` key or a string ``message`` counts.
     """
     if isinstance(data, list) and data:
         data = data[0]
@@ -100,6 +104,8 @@ def error_fields(data: Any) -> tuple[str, str] | None:
     if not isinstance(error, dict):
         return None
     message = error.get("message") or error.get("Message") or ""
+    if strict and error is data and not (isinstance(message, str) and message):
+        return None  # neither an "error" key nor a Bedrock-style message: not an error
     # A symbolic code says more than a number that repeats the HTTP status (Gemini sends
     # both: code 404, status NOT_FOUND).
     raw_code = error.get("code")
@@ -108,6 +114,12 @@ def error_fields(data: Any) -> tuple[str, str] | None:
     if not (isinstance(raw_code, str) and raw_code and not raw_code.isdigit()):
         code = symbolic or raw_code
     return str(message), str(code) if code else ""
+
+
+def carried_error(body: Any) -> tuple[str, str] | None:
+    """``(message, code)`` of an error in any API's shape in a body that should have been
+    a reply (a proxy or a misrouted call can answer 200 with one), else ``None``."""
+    return error_fields(body, strict=True)
 
 
 def http_error(

@@ -13,7 +13,7 @@ import json
 from typing import Any, Literal
 
 from openprogram.events import ProviderEvent
-from openprogram.providers._errors import http_error
+from openprogram.providers._errors import carried_error, details_for_codes, http_error
 from openprogram.providers._sse import SSEDecoder, SSEEvent
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, ErrorDetails, Usage
@@ -78,6 +78,22 @@ class WireParser:
         self._out.extend(self.builder.close_open_blocks())
         self._out.append(self.builder.error(message, usage=usage, details=details))
         self.finished = True
+
+    def fail_no_reply(self, body: Any, missing: str) -> None:
+        """A 2xx body that is not a reply: quote the error it carries in any API's shape,
+        or name what is ``missing`` (e.g. ``"'choices'"``)."""
+        found = carried_error(body)
+        if found is not None:
+            message, code = found
+            text = f"{self.label}: the response (HTTP 2xx) carried an error instead of a reply"
+            text += f" ({code})" if code else ""
+            self.fail(f"{text}: {message}" if message else text, details=details_for_codes(code))
+            return
+        if isinstance(body, dict):
+            held = f"keys {', '.join(map(repr, body))}" if body else "an empty object"
+        else:
+            held = f"a JSON {type(body).__name__}"
+        self.fail(f"{self.label}: the response is not a reply: it has no {missing} ({held})")
 
     # -- what the provider calls ---------------------------------------------------------
 

@@ -272,8 +272,14 @@ class _Parser(WireParser):
     # -- whole body ----------------------------------------------------------------------
 
     def on_json(self, body: Any) -> None:
-        if body.get("type") == "error":
+        if isinstance(body, dict) and body.get("type") == "error":
             self._fail_error(body.get("error"))
+            return
+        if not (isinstance(body, dict) and isinstance(body.get("content"), list)):
+            self.fail_no_reply(body, "'content'")
+            return
+        if "stop_reason" not in body:
+            self.fail_no_reply(body, "'stop_reason'")
             return
         self.builder.message.model = body.get("model") or self.builder.message.model
         self._usage = _usage(body.get("usage"), self._usage)

@@ -267,8 +267,15 @@ class _BedrockParser(WireParser):
         return self._take()
 
     def on_json(self, body: Any) -> None:
+        output = body.get("output") if isinstance(body, dict) else None
+        if not (isinstance(output, dict) and isinstance(output.get("message"), dict)):
+            self.fail_no_reply(body, "'output'")
+            return
+        if "stopReason" not in body:
+            self.fail_no_reply(body, "'stopReason'")
+            return
         # Replay the whole Converse body as the stream events it stands for.
-        blocks = ((body.get("output") or {}).get("message") or {}).get("content") or []
+        blocks = output["message"].get("content") or []
         for index, block in enumerate(blocks):
             for event_type, payload in _block_events(index, block):
                 self.on_event(event_type, payload)

@@ -193,6 +193,7 @@ class _GeminiParser(WireParser):
         self._usage = Usage()
         self._calls = 0
         self._call_prefix = ""
+        self._replied = False  # a chunk held candidates (or feedback on the prompt)
 
     def on_sse(self, event: SSEEvent) -> None:
         if event.data.strip():
@@ -204,6 +205,9 @@ class _GeminiParser(WireParser):
             self._chunk(chunk)
             if self.finished:
                 return
+        if not self._replied:
+            self.fail_no_reply(body, "'candidates'")
+            return
         self._conclude()
 
     def finish(self) -> list[ProviderEvent]:
@@ -219,6 +223,7 @@ class _GeminiParser(WireParser):
             codes = (error.get("status"), error.get("code")) if isinstance(error, dict) else ()
             self.fail(_error_text(error), self._usage, details=details_for_codes(*codes))
             return
+        self._replied = self._replied or "candidates" in chunk or "promptFeedback" in chunk
         if "usageMetadata" in chunk:
             self._usage = _usage(chunk["usageMetadata"])
         self._call_prefix = self._call_prefix or str(chunk.get("responseId") or "")

@@ -182,6 +182,7 @@ class _Parser(WireParser):
         self._usage = Usage()
         self._calls: dict[int, tuple[int, str]] = {}  # wire index -> (builder key, id)
         self._serial = 0
+        self._choices = False  # a choice arrived: the answer is a reply
 
     # -- stream --------------------------------------------------------------------------
 
@@ -197,6 +198,7 @@ class _Parser(WireParser):
             # Later chunks may carry "usage": null (moderation); keep the last real one.
             self._usage = _usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
+            self._choices = True
             if choice.get("index", 0) == 0:
                 self._delta(choice.get("delta") or {})
                 self._finish_reason = choice.get("finish_reason") or self._finish_reason
@@ -250,7 +252,9 @@ class _Parser(WireParser):
 
     def _finish(self) -> None:
         reason = self._finish_reason
-        if reason == "content_filter":
+        if not self._choices:
+            self.fail(f"{_LABEL}: the stream is not a reply: no chunk had 'choices'")
+        elif reason == "content_filter":
             self.fail(
                 f"{_LABEL}: the reply was stopped by the content filter",
                 self._usage,
@@ -267,12 +271,18 @@ class _Parser(WireParser):
     # -- whole body ----------------------------------------------------------------------
 
     def on_json(self, body: Any) -> None:
-        if body.get("error"):
+        if isinstance(body, dict) and body.get("error"):
             self._fail_chunk(body["error"])
             return
+        if not (
+            isinstance(body, dict) and isinstance(body.get("choices"), list) and body["choices"]
+        ):
+            self.fail_no_reply(body, "'choices'")
+            return
+        self._choices = True
         self.builder.message.model = body.get("model") or self.builder.message.model
         self._usage = _usage(body.get("usage"))
-        choice = (body.get("choices") or [{}])[0]
+        choice = body["choices"][0]
         message = dict(choice.get("message") or {})
         # A whole body lists its calls; the streaming path keys them by "index", which a
         # non-streamed body need not carry: the list position is the index.

@@ -335,11 +335,17 @@ class _Parser(WireParser):
             )
 
     def on_json(self, body: Any) -> None:
-        if body.get("error") and not body.get("output"):
+        if isinstance(body, dict) and body.get("error") and not body.get("output"):
             self.fail(
                 f"{_LABEL} error: {_error_text(body['error'], 'unknown error')}",
                 details=_error_details(body["error"]),
             )
+            return
+        if not (isinstance(body, dict) and isinstance(body.get("output"), list)):
+            self.fail_no_reply(body, "'output'")
+            return
+        if "status" not in body:
+            self.fail_no_reply(body, "'status'")
             return
         for item in body.get("output") or []:
             self._item_done(item)
