@@ -1,4 +1,4 @@
-"""Failed calls, as the wire adapters report them: the text and the details.
+"""Failed calls, as the wire adapters report them: the text, the details, and the secrets.
 
 * :func:`http_error` reads a non-2xx answer: its one-line text and its
   :class:`~openprogram.types.ErrorDetails` (reason, status, retryable, retry-after).
@@ -6,6 +6,10 @@
   codes it carries; :func:`transport_details` classifies an ``httpx2`` exception.
 * :func:`carried_error` finds an error, in any of the five APIs' shapes, in a body that
   should have been a reply.
+* :class:`Redactor` masks every form of every credential an adapter holds;
+  :class:`~openprogram.providers._http.HTTPProvider` applies it to every error text it
+  produces (the one place).
+* :func:`check_key` refuses a key an HTTP header cannot carry, without showing it.
 
 Limits (listed in ``docs/limits.md``): :data:`MAX_ERROR_BODY` bytes of an error body are
 read.
@@ -16,18 +20,23 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 
+from openprogram.errors import ConfigurationError
 from openprogram.types import ErrorDetails, ErrorReason
 
 __all__ = [
+    "MASK",
     "MAX_ERROR_BODY",
+    "Redactor",
     "carried_error",
+    "check_key",
     "details_for_codes",
     "error_fields",
     "http_error",
@@ -37,6 +46,10 @@ __all__ = [
 MAX_ERROR_BODY = 64 * 1024
 """Bytes of a non-2xx body read for its error text; the rest is never read (a body that
 never ends must not hold the call)."""
+MASK = "***"
+"""What a credential is replaced with in an error text."""
+
+_MIN_SECRET = 4  # shorter "secrets" would mask ordinary words
 
 _RETRYABLE: frozenset[ErrorReason] = frozenset(
     {"rate_limit", "overloaded", "server", "timeout", "network"}
@@ -73,6 +86,17 @@ _CODES: dict[ErrorReason, tuple[str, ...]] = {
 _CODE_REASONS = {code: reason for reason, codes in _CODES.items() for code in codes}
 _NOT_RETRYABLE_CODES = frozenset({"insufficient_quota"})  # a spent quota stays spent
 _ANTHROPIC_LIMITS = ("requests", "tokens", "input-tokens", "output-tokens")
+_CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-amz-security-token",
+        "cookie",
+    }
+)
 
 
 # --------------------------------------------------------------------------- text
@@ -266,3 +290,81 @@ def _timestamp(value: str, *, http_date: bool = False) -> float | None:
     if parsed.tzinfo is None:
         return None  # a time without a zone cannot be placed
     return parsed.timestamp()
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def check_key(key: str, *, provider: str, source: str) -> str:
+    """``key`` without surrounding whitespace (a key read from a file keeps its newline).
+
+    Raises :class:`~openprogram.errors.ConfigurationError`, naming ``source`` and a
+    position but never showing the key, for a blank key or one holding a character an
+    HTTP header cannot carry (a control character or a non-ASCII one).
+    """
+    stripped = key.strip()
+    if not stripped:
+        raise ConfigurationError(
+            f"{provider}: {source} is blank (only whitespace); pass the key itself, or leave "
+            "it unset to read it from the environment"
+        )
+    for position, char in enumerate(stripped, start=1):
+        if ord(char) < 32 or ord(char) == 127:
+            raise ConfigurationError(
+                f"{provider}: {source} contains a control character (code {ord(char)}) at "
+                f"character {position} of {len(stripped)}; an API key is printable ASCII. "
+                "Whitespace around the key (e.g. a key file's last newline) is stripped, "
+                "this is inside it: check how the key was read"
+            )
+        if ord(char) > 126:
+            raise ConfigurationError(
+                f"{provider}: {source} contains a non-ASCII character at character "
+                f"{position} of {len(stripped)}; HTTP headers carry ASCII only, so it cannot "
+                "be sent: check that the key was copied whole and unchanged"
+            )
+    return stripped
+
+
+def credential_values(headers: Mapping[str, str]) -> Iterable[str]:
+    """The secrets in user-given headers: the values of credential headers, and the part
+    after an auth scheme (``Bearer x``, ``Basic x``)."""
+    for name, value in headers.items():
+        if name.lower() in _CREDENTIAL_HEADERS and value:
+            yield value
+            scheme, _, credential = value.strip().partition(" ")
+            if credential and scheme.isalpha():
+                yield credential.strip()
+
+
+class Redactor:
+    """Masks every form of every secret it was given: the text itself, its ``repr`` and
+    its bytes ``repr`` (as in ``Illegal header value b'Bearer ...'``), its JSON escaping
+    and its URL encoding. Secrets shorter than 4 characters are not masked."""
+
+    __slots__ = ("_forms",)
+
+    def __init__(self, *secrets: str | None) -> None:
+        self._forms: set[str] = set()
+        for secret in secrets:
+            self.add(secret)
+
+    def add(self, secret: str | None) -> None:
+        """Mask ``secret`` too (e.g. SigV4 credentials, known once loaded)."""
+        if not secret or len(secret) < _MIN_SECRET:
+            return
+        raw = secret.encode("utf-8", "backslashreplace")
+        forms = {
+            secret,
+            repr(secret)[1:-1],
+            repr(raw)[2:-1],
+            json.dumps(secret)[1:-1],
+            json.dumps(secret, ensure_ascii=False)[1:-1],
+            quote(secret, safe=""),
+        }
+        self._forms.update(form for form in forms if len(form) >= _MIN_SECRET)
+
+    def __call__(self, text: str) -> str:
+        # Longest first: a form that contains another is masked whole.
+        for form in sorted(self._forms, key=len, reverse=True):
+            text = text.replace(form, MASK)
+        return text

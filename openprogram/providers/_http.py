@@ -26,6 +26,9 @@ from openprogram.errors import ConfigurationError
 from openprogram.events import ProviderEvent
 from openprogram.providers._errors import (
     MAX_ERROR_BODY,
+    Redactor,
+    check_key,
+    credential_values,
     http_error,
     transport_details,
 )
@@ -36,7 +39,6 @@ from openprogram.types import AnyMessage, AssistantMessage, ToolCall, ToolResult
 
 __all__ = [
     "HTTPProvider",
-    "redact",
     "resolve_api_key",
     "sendable_messages",
 ]
@@ -47,33 +49,33 @@ _EOF: Any = object()
 
 
 def resolve_api_key(
-    api_key: str | None, env_vars: tuple[str, ...], *, provider: str, custom_base_url: bool
+    api_key: str | None,
+    env_vars: tuple[str, ...],
+    *,
+    provider: str,
+    custom_base_url: bool,
+    argument: str = "api_key",
 ) -> str | None:
-    """The key to send: ``api_key``, else the first non-empty variable of ``env_vars``.
+    """The key to send: ``api_key``, else the first non-empty variable of ``env_vars``,
+    without surrounding whitespace.
 
     Without either, a custom base URL (a compatible server, the wire simulator) means "send
-    no auth"; otherwise :class:`ConfigurationError` names the variable(s) to set.
+    no auth"; otherwise :class:`ConfigurationError` names the variable(s) to set. A key an
+    HTTP header cannot carry is refused the same way, by an error that does not show it.
     """
     if api_key:
-        return api_key
+        return check_key(api_key, provider=provider, source=f"{argument}=")
     for name in env_vars:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
+        value = os.environ.get(name, "")
+        if value.strip():
+            return check_key(value, provider=provider, source=f"the {name} environment variable")
     if custom_base_url:
         return None
     names = " or ".join(env_vars)
     raise ConfigurationError(
         f"{provider}: no API key found. Set the {names} environment variable, or pass "
-        "api_key=... to the provider (a custom base_url needs no key)."
+        f"{argument}=... to the provider (a custom base_url needs no key)."
     )
-
-
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` masked."""
-    if secret and len(secret) >= 4:
-        return text.replace(secret, "***")
-    return text
 
 
 def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
@@ -156,13 +158,22 @@ class HTTPProvider(ABC):
         timeout: seconds (or an ``httpx2.Timeout``) applied to every request.
         max_tokens: the reply's token limit when ``StreamOptions.max_tokens`` is unset.
         stream: stream the reply (SSE) or ask for one JSON body.
-        headers: extra headers sent with every request.
+        headers: extra headers sent with every request (credentials among them are
+            masked in error texts like the key).
+
+    Raises:
+        ConfigurationError: no key and no custom ``base_url``; or a key an HTTP header
+            cannot carry (a control or non-ASCII character inside it: surrounding
+            whitespace, such as a key file's newline, is stripped). The error never shows
+            the key.
     """
 
     api: ClassVar[str] = ""
     label: ClassVar[str] = ""
     env_vars: ClassVar[tuple[str, ...]] = ()
     default_base_url: ClassVar[str] = ""
+    key_argument: ClassVar[str] = "api_key"
+    """The constructor argument that takes the key, as error messages name it."""
 
     def __init__(
         self,
@@ -181,13 +192,18 @@ class HTTPProvider(ABC):
         self.model_id = model_id
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self._api_key = resolve_api_key(
-            api_key, self.env_vars, provider=self.label, custom_base_url=base_url is not None
+            api_key,
+            self.env_vars,
+            provider=self.label,
+            custom_base_url=base_url is not None,
+            argument=self.key_argument,
         )
         self.client = client
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.streaming = stream
         self.headers = dict(headers or {})
+        self._redact = Redactor(self._api_key, *credential_values(self.headers))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r}, base_url={self.base_url!r})"
@@ -227,7 +243,7 @@ class HTTPProvider(ABC):
         self, context: Context, options: StreamOptions
     ) -> AsyncIterator[ProviderEvent]:
         """Yield ``start``, the reply's block events, then ``done`` or ``error``."""
-        builder = MessageBuilder(api=self.api, model=self.model_id)
+        builder = MessageBuilder(api=self.api, model=self.model_id, scrub=self._scrub)
         yield builder.start()
         try:
             body = self.request_body(context, options)
@@ -238,10 +254,14 @@ class HTTPProvider(ABC):
             async for event in self._exchange(body, builder, options.cancel):
                 yield event
         except httpx2.HTTPError as exc:
-            detail = redact(f"{type(exc).__name__}: {exc}", self._api_key)
             yield builder.error(
-                f"{self.label} request failed: {detail}", details=transport_details(exc)
+                f"{self.label} request failed: {type(exc).__name__}: {exc}",
+                details=transport_details(exc),
             )
+
+    def _scrub(self, text: str) -> str:
+        # The one place every error text passes: mask every form of every secret.
+        return self._redact(text)
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
@@ -292,7 +312,7 @@ class HTTPProvider(ABC):
                 yield builder.error(f"{self.label} request aborted", aborted=True)
                 return
             text, details = http_error(self.label, response.status_code, raw, response.headers)
-            yield builder.error(redact(text, self._api_key), details=details)
+            yield builder.error(text, details=details)
             return
         parser = self.parser(builder, response.headers.get("content-type", ""))
         chunks = response.aiter_bytes()

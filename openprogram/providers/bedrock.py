@@ -463,6 +463,7 @@ class BedrockProvider(HTTPProvider):
     api = API
     label = _LABEL
     env_vars = (TOKEN_ENV_VAR,)
+    key_argument = "bearer_token"
 
     def __init__(
         self,
@@ -518,6 +519,9 @@ class BedrockProvider(HTTPProvider):
         if self._credentials is not None:
             # Refreshing credentials (SSO, assumed roles) may block on I/O.
             frozen = await asyncio.to_thread(self._credentials.get_frozen_credentials)
+            # Known only now (and they may change on refresh): masked in error texts too.
+            self._redact.add(frozen.secret_key)
+            self._redact.add(frozen.token)
             request.headers.update(_sigv4_headers(request, frozen, self.region))
         return request
 

@@ -11,6 +11,7 @@ index) so interleaved blocks work; without a key the last opened block of that k
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 from openprogram.events import (
@@ -52,12 +53,17 @@ def parse_arguments(text: str) -> Any:
 
 
 class MessageBuilder:
-    """Accumulates one :class:`AssistantMessage` and returns the matching events."""
+    """Accumulates one :class:`AssistantMessage` and returns the matching events.
 
-    __slots__ = ("_args", "_last", "_open", "message")
+    ``scrub``, when given, is applied to every error text (the HTTP adapters pass one that
+    masks their credentials and cuts long texts).
+    """
 
-    def __init__(self, *, api: str, model: str) -> None:
+    __slots__ = ("_args", "_last", "_open", "_scrub", "message")
+
+    def __init__(self, *, api: str, model: str, scrub: Callable[[str], str] | None = None) -> None:
         self.message = AssistantMessage(api=api, model=model, timestamp=now_ms())
+        self._scrub = scrub
         self._open: dict[Any, int] = {}
         self._args: dict[int, list[str]] = {}
         self._last: dict[str, Any] = {}
@@ -196,6 +202,8 @@ class MessageBuilder:
             self.message.usage = usage
         reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
         self.message.stop_reason = reason
-        self.message.error_message = error_message
+        self.message.error_message = (
+            self._scrub(error_message) if self._scrub is not None else error_message
+        )
         self.message.error_details = details
         return ProviderError(reason=reason, error=self.message)
