@@ -6,13 +6,13 @@
   codes it carries; :func:`transport_details` classifies an ``httpx2`` exception.
 * :func:`carried_error` finds an error, in any of the five APIs' shapes, in a body that
   should have been a reply.
-* :class:`Redactor` masks every form of every credential an adapter holds;
-  :class:`~openprogram.providers._http.HTTPProvider` applies it to every error text it
-  produces (the one place).
+* :class:`Redactor` masks every form of every credential an adapter holds, and
+  :func:`clip` cuts an error text; :class:`~openprogram.providers._http.HTTPProvider`
+  applies both, in that order, to every error text it produces (the one place).
 * :func:`check_key` refuses a key an HTTP header cannot carry, without showing it.
 
 Limits (listed in ``docs/limits.md``): :data:`MAX_ERROR_BODY` bytes of an error body are
-read.
+read; an error text is cut to :data:`MAX_ERROR_TEXT` characters.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from openprogram.types import ErrorDetails, ErrorReason
 __all__ = [
     "MASK",
     "MAX_ERROR_BODY",
+    "MAX_ERROR_TEXT",
     "Redactor",
     "carried_error",
     "check_key",
+    "clip",
     "details_for_codes",
     "error_fields",
     "http_error",
@@ -46,6 +48,9 @@ __all__ = [
 MAX_ERROR_BODY = 64 * 1024
 """Bytes of a non-2xx body read for its error text; the rest is never read (a body that
 never ends must not hold the call)."""
+MAX_ERROR_TEXT = 1000
+"""Characters of an error message; a longer one (a 5 MB message from a broken upstream)
+is cut, saying how long it was."""
 MASK = "***"
 """What a credential is replaced with in an error text."""
 
@@ -102,11 +107,19 @@ _CREDENTIAL_HEADERS = frozenset(
 # --------------------------------------------------------------------------- text
 
 
+def clip(text: str, limit: int = MAX_ERROR_TEXT) -> str:
+    """``text``, cut to at most ``limit`` characters with a note of its full length."""
+    if len(text) <= limit:
+        return text
+    note = f" [... cut: {len(text)} characters in all]"
+    return text[: max(limit - len(note), 0)] + note
+
+
 def _load_json(raw: str | bytes) -> Any:
-    """Parsed JSON, or ``None`` for text that is not JSON."""
+    """Parsed JSON, or ``None`` for text that is not JSON or is nested too deeply."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -159,7 +172,7 @@ def http_error(
     raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     data = _load_json(raw)
     fields = error_fields(data)
-    message, code = fields if fields is not None else (raw.strip()[:500], "")
+    message, code = fields if fields is not None else (raw.strip(), "")
     lowered = {k.lower(): v for k, v in (headers or {}).items()}
     # Bedrock names the error only in a header (e.g. "ThrottlingException:http://...").
     amzn = lowered.get("x-amzn-errortype", "").split(":", 1)[0]
@@ -180,6 +193,8 @@ def http_error(
     if should_retry in ("true", "false"):
         retryable = should_retry == "true"
     wait = _retry_after(lowered, data, time.time() if now is None else now)
+    # Not clipped here: a key echoed at the cut would leave a piece of it behind; the
+    # caller redacts, then clips.
     return text, ErrorDetails(reason=reason, status=status, retryable=retryable, retry_after=wait)
 
 

@@ -144,7 +144,10 @@ def _decode_value(data: bytes, kind: int, pos: int) -> tuple[Any, int]:
             raise IndexError("header value runs past the headers")
         return (raw.decode("utf-8") if kind == _STRING else raw), pos + 2 + length
     if kind == _UUID:
-        return uuid.UUID(bytes=data[pos : pos + 16]), pos + 16
+        raw = data[pos : pos + 16]
+        if len(raw) != 16:
+            raise IndexError("a UUID header value runs past the headers")
+        return uuid.UUID(bytes=raw), pos + 16
     raise EventStreamError(f"unknown event stream header value type {kind}")
 
 

@@ -5,8 +5,13 @@
 what to send (:meth:`~HTTPProvider.request_body`) and how to read the answer
 (:meth:`~HTTPProvider.parser`); the base does the rest: one POST through an
 ``httpx2.AsyncClient`` (injected or owned), HTTP errors and transport failures turned into an
-``error`` event, and ``options.cancel`` turned into an ``aborted`` one. It never raises for a
-failed call, and the API key never appears in an error message or a repr.
+``error`` event, and ``options.cancel`` turned into an ``aborted`` one.
+
+Its contract: :meth:`~HTTPProvider.stream` never raises; every failure is an ``error`` stop
+with a useful message and :class:`~openprogram.types.ErrorDetails`. Every error text passes
+through one place (the builder's ``scrub``), which masks every form of every credential the
+adapter holds and then cuts the text to :data:`~openprogram.providers._errors.MAX_ERROR_TEXT`
+characters; a key never appears in an error message or a repr.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from openprogram.providers._errors import (
     MAX_ERROR_BODY,
     Redactor,
     check_key,
+    clip,
     credential_values,
     http_error,
     transport_details,
@@ -35,7 +41,13 @@ from openprogram.providers._errors import (
 from openprogram.providers._parsing import WireParser
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.providers.builder import MessageBuilder
-from openprogram.types import AnyMessage, AssistantMessage, ToolCall, ToolResultMessage
+from openprogram.types import (
+    AnyMessage,
+    AssistantMessage,
+    ErrorDetails,
+    ToolCall,
+    ToolResultMessage,
+)
 
 __all__ = [
     "HTTPProvider",
@@ -242,26 +254,46 @@ class HTTPProvider(ABC):
     async def stream(
         self, context: Context, options: StreamOptions
     ) -> AsyncIterator[ProviderEvent]:
-        """Yield ``start``, the reply's block events, then ``done`` or ``error``."""
+        """Yield ``start``, the reply's block events, then ``done`` or ``error``; never
+        raise (see the module docstring)."""
         builder = MessageBuilder(api=self.api, model=self.model_id, scrub=self._scrub)
         yield builder.start()
         try:
             body = self.request_body(context, options)
-        except (TypeError, ValueError) as exc:
-            yield builder.error(f"{self.label}: could not build the request: {exc}")
+        except (TypeError, ValueError, RecursionError) as exc:
+            yield self._unsendable(builder, exc)
             return
+        ended = False
         try:
             async for event in self._exchange(body, builder, options.cancel):
+                ended = event.type in ("done", "error")
                 yield event
-        except httpx2.HTTPError as exc:
-            yield builder.error(
-                f"{self.label} request failed: {type(exc).__name__}: {exc}",
-                details=transport_details(exc),
-            )
+        except Exception as exc:  # the contract: a failed call is an event, never a raise
+            if not ended:
+                for event in self._failed(builder, exc):
+                    yield event
 
     def _scrub(self, text: str) -> str:
-        # The one place every error text passes: mask every form of every secret.
-        return self._redact(text)
+        # The one place every error text passes: mask the secrets first, then cut, so no
+        # piece of a secret survives at the cut.
+        return clip(self._redact(text))
+
+    def _unsendable(self, builder: MessageBuilder, exc: Exception) -> ProviderEvent:
+        hint = " (header values must be ASCII)" if isinstance(exc, UnicodeEncodeError) else ""
+        return builder.error(
+            f"{self.label}: could not build the request{hint}: {type(exc).__name__}: {exc}",
+            details=ErrorDetails(reason="invalid_request"),
+        )
+
+    def _failed(self, builder: MessageBuilder, exc: Exception) -> list[ProviderEvent]:
+        """The events ending a call that raised: what arrived is closed and kept."""
+        events: list[ProviderEvent] = list(builder.close_open_blocks())
+        if isinstance(exc, httpx2.HTTPError):
+            text = f"{self.label} request failed: {type(exc).__name__}: {exc}"
+        else:
+            text = f"{self.label}: unexpected failure: {type(exc).__name__}: {exc}"
+        events.append(builder.error(text, details=transport_details(exc)))
+        return events
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[httpx2.AsyncClient]:
@@ -285,13 +317,17 @@ class HTTPProvider(ABC):
         self, body: dict[str, Any], builder: MessageBuilder, cancel: asyncio.Event | None
     ) -> AsyncIterator[ProviderEvent]:
         async with self._client() as client:
-            request = client.build_request(
-                "POST",
-                self.endpoint(),
-                content=json.dumps(body).encode(),
-                headers=self._headers(),
-                timeout=self.timeout,
-            )
+            try:
+                request = client.build_request(
+                    "POST",
+                    self.endpoint(),
+                    content=json.dumps(body).encode(),
+                    headers=self._headers(),
+                    timeout=self.timeout,
+                )
+            except (ValueError, RecursionError, httpx2.InvalidURL) as exc:
+                yield self._unsendable(builder, exc)
+                return
             request = await self.prepare(request)
             response = await _race(client.send(request, stream=True), cancel)
             if response is _CANCELLED:

@@ -13,7 +13,7 @@ import json
 from typing import Any, Literal
 
 from openprogram.events import ProviderEvent
-from openprogram.providers._errors import carried_error, details_for_codes, http_error
+from openprogram.providers._errors import carried_error, clip, details_for_codes, http_error
 from openprogram.providers._sse import SSEDecoder, SSEEvent
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, ErrorDetails, Usage
@@ -93,7 +93,7 @@ class WireParser:
             held = f"keys {', '.join(map(repr, body))}" if body else "an empty object"
         else:
             held = f"a JSON {type(body).__name__}"
-        self.fail(f"{self.label}: the response is not a reply: it has no {missing} ({held})")
+        self.fail(clip(f"{self.label}: the response is not a reply: it has no {missing} ({held})"))
 
     # -- what the provider calls ---------------------------------------------------------
 
@@ -149,6 +149,8 @@ class WireParser:
         # A body we cannot make sense of is a failed call, not a crash of the loop.
         try:
             handler(*args)
+        except RecursionError:
+            self.fail(f"{self.label} sent JSON nested too deeply to parse")
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
             self.fail(f"{self.label} sent a response that could not be parsed: {exc!r}")
 
@@ -159,7 +161,7 @@ class WireParser:
 
 def parse_body(parser: WireParser, body: bytes | str, *, status: int) -> AssistantMessage:
     """Run a whole recorded body through ``parser``; a ``status`` outside 2xx makes the
-    body an error body instead."""
+    body an error body instead. The error text is cut as a live call's is."""
     message = parser.builder.message
     if not 200 <= status < 300:
         text, details = http_error(parser.label, status, body)
@@ -167,6 +169,8 @@ def parse_body(parser: WireParser, body: bytes | str, *, status: int) -> Assista
     else:
         parser.feed(body.encode() if isinstance(body, str) else body)
         parser.finish()
+    if message.error_message is not None:
+        message.error_message = clip(message.error_message)
     return message
 
 

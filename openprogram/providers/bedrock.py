@@ -412,7 +412,9 @@ def _exception_text(frame: EventStreamMessage) -> str:
     name = headers.get(":exception-type") or headers.get(":error-code") or "error"
     try:
         payload = json.loads(frame.payload) if frame.payload else {}
-    except ValueError:
+    except (ValueError, RecursionError):
+        payload = None
+    if not isinstance(payload, dict):
         payload = {"message": frame.payload.decode("utf-8", "replace")}
     message = payload.get("message") or payload.get("Message") or headers.get(":error-message")
     text = f"Bedrock stream error ({name}): {message or 'no message'}"

@@ -43,12 +43,13 @@ __all__ = ["MessageBuilder", "parse_arguments"]
 
 def parse_arguments(text: str) -> Any:
     """Arguments JSON text as sent by a model: ``""`` is ``{}``; text that does not parse
-    is returned unchanged (the loop then tells the model it was not a JSON object)."""
+    is returned unchanged (the loop then tells the model it was not a JSON object), and so
+    is JSON nested too deeply to parse."""
     if not text.strip():
         return {}
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 
