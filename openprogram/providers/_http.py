@@ -53,6 +53,8 @@ __all__ = [
     "HTTPProvider",
     "resolve_api_key",
     "sendable_messages",
+    "tool_call_text",
+    "tool_result_text",
 ]
 
 T = TypeVar("T")
@@ -117,6 +119,19 @@ def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
                 continue
             message = replace(message, content=content)
         yield message
+
+
+def tool_call_text(call: ToolCall) -> str:
+    """A past tool call as text, for a request that may not carry tool blocks (one that
+    offers no tools): the model still sees what was called."""
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    return f"[called tool {call.name} (id {call.id}) with {json.dumps(args)}]"
+
+
+def tool_result_text(message: ToolResultMessage) -> str:
+    """A past tool result as text (see :func:`tool_call_text`)."""
+    flag = " (error)" if message.is_error else ""
+    return f"[result of tool {message.tool_name} (id {message.tool_call_id}){flag}: {message.text}]"
 
 
 async def _race(awaitable: Awaitable[T], cancel: asyncio.Event | None) -> T:

@@ -17,7 +17,12 @@ import json
 from typing import Any, Literal
 
 from openprogram.providers._errors import details_for_codes
-from openprogram.providers._http import HTTPProvider, sendable_messages
+from openprogram.providers._http import (
+    HTTPProvider,
+    sendable_messages,
+    tool_call_text,
+    tool_result_text,
+)
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
@@ -83,11 +88,16 @@ def build_request(
     stream: bool,
     max_tokens: int | None,
 ) -> dict[str, Any]:
-    """The JSON body of one ``/v1/messages`` call."""
+    """The JSON body of one ``/v1/messages`` call.
+
+    Without tools, earlier tool calls and results are sent as text: the API rejects
+    ``tool_use``/``tool_result`` blocks in a request that defines no tools, and the
+    definitions are not ours to invent (the Bedrock adapter does the same).
+    """
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS,
-        "messages": _messages(context.messages),
+        "messages": _messages(context.messages, as_text=not context.tools),
         "stream": stream,
     }
     if context.system_prompt:
@@ -103,18 +113,19 @@ def build_request(
     return body
 
 
-def _messages(history: list[AnyMessage]) -> list[dict[str, Any]]:
+def _messages(history: list[AnyMessage], *, as_text: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in sendable_messages(history):
         if isinstance(message, ToolResultMessage):
-            block = _tool_result(message)
+            blocks = _tool_result(message, as_text)
             # Every result of one reply must sit in the single user message that follows it.
             if out and out[-1]["role"] == "user" and out[-1].get("_results"):
-                out[-1]["content"].append(block)
+                out[-1]["content"].extend(blocks)
             else:
-                out.append({"role": "user", "content": [block], "_results": True})
+                out.append({"role": "user", "content": blocks, "_results": True})
         elif isinstance(message, AssistantMessage):
-            content = [b for b in map(_assistant_block, message.content) if b is not None]
+            content = [_assistant_block(b, as_text) for b in message.content]
+            content = [b for b in content if b is not None]
             if content:
                 out.append({"role": "assistant", "content": content})
         else:
@@ -131,9 +142,13 @@ def _user_block(block: TextContent | ImageContent) -> dict[str, Any]:
     return {"type": "image", "source": source}
 
 
-def _assistant_block(block: TextContent | ThinkingContent | ToolCall) -> dict[str, Any] | None:
+def _assistant_block(
+    block: TextContent | ThinkingContent | ToolCall, as_text: bool
+) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ToolCall) and as_text:
+        return {"type": "text", "text": tool_call_text(block)}
     if isinstance(block, ToolCall):
         arguments = block.arguments if isinstance(block.arguments, dict) else {}
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": arguments}
@@ -145,13 +160,21 @@ def _assistant_block(block: TextContent | ThinkingContent | ToolCall) -> dict[st
     return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
 
 
-def _tool_result(message: ToolResultMessage) -> dict[str, Any]:
-    return {
+def _tool_result(message: ToolResultMessage, as_text: bool) -> list[dict[str, Any]]:
+    if as_text:
+        images = [_user_block(b) for b in message.content if isinstance(b, ImageContent)]
+        return [{"type": "text", "text": tool_result_text(message)}, *images]
+    # The API rejects an empty text block (a tool that returned None has one); `content`
+    # itself is optional, so a result with nothing to show goes without it.
+    content = [_user_block(b) for b in message.content if not isinstance(b, TextContent) or b.text]
+    block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": message.tool_call_id,
-        "content": [_user_block(b) for b in message.content],
         "is_error": message.is_error,
     }
+    if content:
+        block["content"] = content
+    return [block]
 
 
 # --------------------------------------------------------------------------- response

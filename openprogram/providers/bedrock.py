@@ -32,7 +32,12 @@ from openprogram.providers._eventstream import (
     EventStreamError,
     EventStreamMessage,
 )
-from openprogram.providers._http import HTTPProvider, sendable_messages
+from openprogram.providers._http import (
+    HTTPProvider,
+    sendable_messages,
+    tool_call_text,
+    tool_result_text,
+)
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder
@@ -186,19 +191,15 @@ def _reasoning(block: ThinkingContent) -> dict[str, Any]:
 
 
 def _tool_use_block(call: ToolCall, as_text: bool) -> dict[str, Any]:
-    args = call.arguments if isinstance(call.arguments, dict) else {}
     if as_text:
-        return {"text": f"[called tool {call.name} (id {call.id}) with {json.dumps(args)}]"}
+        return {"text": tool_call_text(call)}
+    args = call.arguments if isinstance(call.arguments, dict) else {}
     return {"toolUse": {"toolUseId": call.id, "name": call.name, "input": args}}
 
 
 def _tool_result_block(message: ToolResultMessage, as_text: bool) -> dict[str, Any]:
     if as_text:
-        flag = " (error)" if message.is_error else ""
-        return {
-            "text": f"[result of tool {message.tool_name} (id {message.tool_call_id}){flag}: "
-            f"{message.text}]"
-        }
+        return {"text": tool_result_text(message)}
     content: list[dict[str, Any]] = [_user_block(b) for b in message.content]
     return {
         "toolResult": {

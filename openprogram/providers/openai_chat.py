@@ -80,8 +80,7 @@ def build_request(
     messages: list[dict[str, Any]] = []
     if context.system_prompt:
         messages.append({"role": "system", "content": context.system_prompt})
-    for message in sendable_messages(context.messages):
-        messages.extend(_message(message))
+    messages.extend(_messages(context.messages))
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream}
     if stream:
         body["stream_options"] = {"include_usage": True}
@@ -125,35 +124,51 @@ def _arguments_text(arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def _message(message: AnyMessage) -> list[dict[str, Any]]:
-    if isinstance(message, UserMessage):
-        return [{"role": "user", "content": _user_content(list(message.content))}]
-    if isinstance(message, AssistantMessage):
-        out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-        calls = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": _arguments_text(call.arguments)},
-            }
-            for call in message.tool_calls
-        ]
-        if calls:
-            out["tool_calls"] = calls
-        return [out]
-    return _tool_result(message)
-
-
-def _tool_result(message: ToolResultMessage) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
-    ]
-    images = [b for b in message.content if isinstance(b, ImageContent)]
+def _messages(history: list[AnyMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []  # image parts of the current batch's results
+    for message in sendable_messages(history):
+        if isinstance(message, ToolResultMessage):
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+            )
+            images.extend(_result_images(message))
+            continue
+        if images:
+            out.append({"role": "user", "content": images})
+            images = []
+        out.append(_message(message))
     if images:
-        # Tool messages carry text only; images follow in a user message.
-        parts: list[dict[str, Any]] = [{"type": "text", "text": "Images from the tool result:"}]
-        result.append({"role": "user", "content": parts + [_image_part(i) for i in images]})
-    return result
+        out.append({"role": "user", "content": images})
+    return out
+
+
+def _message(message: UserMessage | AssistantMessage) -> dict[str, Any]:
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": _user_content(list(message.content))}
+    out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    calls = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": _arguments_text(call.arguments)},
+        }
+        for call in message.tool_calls
+    ]
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _result_images(message: ToolResultMessage) -> list[dict[str, Any]]:
+    """A tool message carries text only, so its images go in one user message after all
+    the tool messages of the batch (the API wants an assistant message's tool calls
+    answered by the messages right after it), each labelled with its call."""
+    shots = [b for b in message.content if isinstance(b, ImageContent)]
+    if not shots:
+        return []
+    label = f"Images from the result of {message.tool_name} (call {message.tool_call_id}):"
+    return [{"type": "text", "text": label}, *map(_image_part, shots)]
 
 
 # --------------------------------------------------------------------------- response

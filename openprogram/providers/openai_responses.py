@@ -110,7 +110,7 @@ def _input_content(blocks: list[TextContent | ImageContent]) -> str | list[dict[
     return [
         {"type": "input_text", "text": b.text}
         if isinstance(b, TextContent)
-        else {"type": "input_image", "image_url": _data_url(b)}
+        else {"type": "input_image", "image_url": _data_url(b), "detail": "auto"}
         for b in blocks
     ]
 
