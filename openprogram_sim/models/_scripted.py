@@ -160,6 +160,7 @@ class ScriptedModel:
                 turn.error or f"scripted {turn.stop_reason}",
                 aborted=turn.stop_reason == "aborted",
                 usage=turn.usage,
+                details=turn.error_details(),
             )
             return
         reason = turn.stop_reason if turn.stop_reason in ("stop", "length", "toolUse") else None

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from openprogram.types import Usage
+from openprogram.types import ErrorDetails, ErrorReason, Usage
 
 __all__ = ["Turn", "TurnToolCall"]
 
@@ -41,6 +41,13 @@ class Turn:
     """Defaults to ``toolUse`` with tool calls, else ``stop``."""
     error: str | None = None
     """The provider's error text for an ``error``/``aborted`` stop."""
+    error_reason: ErrorReason | None = None
+    """For an ``error`` stop: the kind of failure the provider reported (its
+    :class:`~openprogram.types.ErrorDetails` ``reason``; ``other`` when not given)."""
+    retryable: bool | None = None
+    """For an ``error`` stop: whether the provider said a retry may succeed."""
+    retry_after: float | None = None
+    """For an ``error`` stop: seconds the provider asked to wait."""
     usage: Usage | None = None
     latency: float = 0.0
     """Seconds the reply takes, on the model's virtual clock (no real waiting)."""
@@ -48,6 +55,16 @@ class Turn:
     """Misbehave after streaming the body: ``truncate`` ends the stream without a final
     event, ``raise`` raises ``ScriptedFault`` (with ``error`` as its text), ``hang`` waits
     until the run is aborted."""
+
+    def error_details(self) -> ErrorDetails | None:
+        """What an ``error`` stop of this turn reports (None for other turns)."""
+        if self.stop_reason != "error":
+            return None
+        return ErrorDetails(
+            reason=self.error_reason or "other",
+            retryable=bool(self.retryable),
+            retry_after=self.retry_after,
+        )
 
     @classmethod
     def coerce(cls, value: Turn | Mapping[str, Any] | str) -> Turn:
@@ -72,6 +89,9 @@ class Turn:
             tool_calls=[_coerce_call(c) for c in value.get("tool_calls") or []],
             stop_reason=value.get("stop_reason"),
             error=value.get("error"),
+            error_reason=value.get("error_reason"),
+            retryable=value.get("retryable"),
+            retry_after=value.get("retry_after"),
             usage=Usage(**usage) if isinstance(usage, Mapping) else usage,
             fault=value.get("fault"),
             latency=float(value.get("latency", 0.0)),
@@ -84,6 +104,9 @@ _TURN_KEYS = (
     "tool_calls",
     "stop_reason",
     "error",
+    "error_reason",
+    "retryable",
+    "retry_after",
     "usage",
     "fault",
     "latency",

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from openprogram.types import ErrorReason
 from openprogram_sim.trace import EVENT_FIELDS, field_schema
 
 __all__ = [
@@ -139,6 +140,13 @@ class ModelTurn(_Model):
     )
     stop_reason: Literal["stop", "length", "toolUse", "error", "aborted"] | None = None
     error: str | None = None
+    error_reason: ErrorReason | None = Field(
+        None, description="An error stop's kind (rate_limit, overloaded, server, auth, ...)."
+    )
+    retryable: bool | None = Field(None, description="An error stop: a retry may succeed.")
+    retry_after: float | None = Field(
+        None, ge=0, description="An error stop: seconds the provider asked to wait."
+    )
     usage: dict[str, int] | None = None
     fault: Literal["truncate", "raise", "hang"] | None = None
     latency: float = Field(0.0, ge=0, description="Seconds on the virtual clock.")

@@ -11,10 +11,10 @@ assertions); pass ``updates=True`` to keep them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, get_args
 
 from openprogram.events import AgentEvent
-from openprogram.types import AnyMessage, AssistantMessage, ToolResultMessage
+from openprogram.types import AnyMessage, AssistantMessage, ErrorReason, ToolResultMessage
 
 __all__ = [
     "EVENT_FIELDS",
@@ -27,8 +27,9 @@ __all__ = [
 ]
 
 _BASE = ("type", "depth", "round")
-_MESSAGE = (*_BASE, "role", "text", "tool_calls", "stop_reason", "error", "tool_call_id",
-            "tool_name", "is_error", "skipped")  # fmt: skip
+_MESSAGE = (*_BASE, "role", "text", "tool_calls", "stop_reason", "error", "error_reason",
+            "error_status", "retryable", "retry_after", "tool_call_id", "tool_name", "is_error",
+            "skipped")  # fmt: skip
 _TOOL = (*_BASE, "tool_call_id", "tool_name", "args")
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "agent_start": _BASE,
@@ -55,6 +56,10 @@ FIELD_TYPES: dict[str, Any] = {
     "tool_calls": "array",
     "stop_reason": _STOPS,
     "error": "string",
+    "error_reason": list(get_args(ErrorReason)),
+    "error_status": "integer",
+    "retryable": "boolean",
+    "retry_after": "number",
     "tool_call_id": "string",
     "tool_name": "string",
     "is_error": "boolean",
@@ -66,11 +71,15 @@ FIELD_TYPES: dict[str, Any] = {
 """Each trace field's JSON type (or its allowed values); ``args`` and ``partial_result``
 may be anything."""
 
+_NULLABLE = frozenset({"error_status", "retry_after"})
+"""Fields that are ``null`` when the provider said nothing (an in-stream error's status)."""
+
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
     "boolean": (bool,),
     "array": (list,),
+    "number": (int, float),
 }
 
 
@@ -81,12 +90,14 @@ def check_field_value(name: str, value: Any) -> str | None:
     kind = FIELD_TYPES.get(name)
     if kind is None or (isinstance(value, dict) and any(str(k).startswith("$") for k in value)):
         return None
+    if value is None and name in _NULLABLE:
+        return None
     if isinstance(kind, list):
         if value not in kind:
             return f"{name} is one of {', '.join(kind)}; got {value!r}"
         return None
     ok = isinstance(value, _PYTHON_TYPES[kind])
-    if kind == "integer" and isinstance(value, bool):
+    if kind in ("integer", "number") and isinstance(value, bool):
         ok = False
     if not ok:
         return f"{name} is a{'n' if kind[0] in 'aei' else ''} {kind}; got {value!r}"
@@ -98,7 +109,9 @@ def field_schema(name: str) -> dict[str, Any]:
     kind = FIELD_TYPES.get(name)
     if kind is None:
         return {}
-    plain = {"enum": kind} if isinstance(kind, list) else {"type": kind}
+    plain: dict[str, Any] = {"enum": kind} if isinstance(kind, list) else {"type": kind}
+    if name in _NULLABLE:
+        plain = {"type": [kind, "null"]}
     return {"anyOf": [plain, {"$ref": "#/$defs/Matcher"}]}
 
 
@@ -109,6 +122,12 @@ def _message_fields(message: AnyMessage) -> dict[str, Any]:
         out["stop_reason"] = message.stop_reason
         if message.error_message is not None:
             out["error"] = message.error_message
+        details = message.error_details
+        if details is not None:
+            out["error_reason"] = details.reason
+            out["error_status"] = details.status
+            out["retryable"] = details.retryable
+            out["retry_after"] = details.retry_after
     elif isinstance(message, ToolResultMessage):
         out["tool_call_id"] = message.tool_call_id
         out["tool_name"] = message.tool_name

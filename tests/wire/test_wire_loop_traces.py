@@ -30,6 +30,11 @@ Normalizations (what legitimately differs between the two runs, and only that):
    Streaming runs deliver such an error inside the stream, after the content, and are
    compared with the turn as written.
 
+5. An error stop's details (``error_reason``, ``error_status``, ``retryable``,
+   ``retry_after``) are left out of the comparison: the scripted side reports what the turn
+   says, an adapter what the wire's status and headers say (a 500 is a retryable ``server``
+   error). ``tests/providers/test_error_details.py`` checks each adapter's mapping.
+
 Turns a wire cannot express (``stop_reason: aborted``, ``fault: raise/hang``, arguments
 that are not a JSON object on wires that carry an object, and stop values Responses and
 Gemini have no word for) are checked separately: encoding them raises ``WireEncodeError``
@@ -104,6 +109,9 @@ SKIPPED = [
 ]
 
 
+_DETAILS = ("error_reason", "error_status", "retryable", "retry_after")
+
+
 def normalize(
     trace: list[dict[str, Any]], scripted_errors: list[str] | None = None
 ) -> list[dict[str, Any]]:
@@ -123,7 +131,7 @@ def normalize(
             swaps.append((have, want))
     out = []
     for entry in trace:
-        entry = dict(entry)
+        entry = {k: v for k, v in entry.items() if k not in _DETAILS}
         if "tool_call_id" in entry:
             entry["tool_call_id"] = ids.setdefault(entry["tool_call_id"], f"id{len(ids) + 1}")
         for key in ("error", "result", "text"):
