@@ -54,6 +54,8 @@ class _Frame:
     must_end: str | None = None
     incomplete: str | None = None
     expect_steering: bool = False
+    unrun: bool = False
+    """Calls of the last round were left unrun (skipped, not for steering): the run ends."""
     last_calls: list[str] = field(default_factory=list)
     last_stop: str | None = None
 
@@ -136,6 +138,8 @@ class _Checker:
             self.fail(i, f"the loop went on after a {f.must_end} stop (it must end the run)")
         if f.incomplete:
             self.fail(i, f"the loop went on although {f.incomplete}")
+        if f.unrun:
+            self.fail(i, "the loop went on after leaving calls unrun (only an end does that)")
         f.rounds += 1
         if e["round"] != f.rounds:
             self.fail(i, f"turn_start says round {e['round']}, expected {f.rounds}")
@@ -176,8 +180,11 @@ class _Checker:
                 f"round {f.rounds} has {len(f.calls)} tool call(s) but {len(f.results)} "
                 "result(s) (every call gets exactly one result)"
             )
-        if any(r.get("skipped") for r in f.results):
+        skips = [r for r in f.results if r.get("skipped")]
+        if any(is_skip_text(r["result"]) for r in skips):
             f.expect_steering = True
+        elif skips:
+            f.unrun = True
         f.last_calls, f.last_stop = f.calls, f.stop
         f.turn_open = False
 
@@ -273,10 +280,10 @@ class _Checker:
         if start["tool_name"] != e["tool_name"]:
             self.fail(i, "tool_execution_end names another tool than its start")
         skipped = bool(e.get("skipped"))
-        if skipped and (not e["is_error"] or not is_skip_text(e["result"])):
-            self.fail(i, f"a skipped call's result is not the is_error {SKIP_TEXT!r}")
+        if skipped and not e["is_error"]:
+            self.fail(i, "a skipped call's result is not an error result")
         previous = [bool(r.get("skipped")) for r in f.results]
-        if skipped and not previous:
+        if skipped and is_skip_text(e["result"]) and not previous:
             self.fail(i, "the first call of a round was skipped (skips follow a finished call)")
         if previous and previous[-1] and not skipped:
             self.fail(i, "a call ran after a skipped one (steering skips every remaining call)")
@@ -301,6 +308,13 @@ class _Checker:
             self.fail(i, "agent_end says stop, but the last reply was not a text-only finish")
         if reason == "stop" and f.expect_steering:
             self.fail(i, "calls were skipped, but no steering message was delivered")
+        if f.unrun and reason not in ("aborted", "error"):
+            self.fail(
+                i,
+                f"calls were left unrun with a result that is not the steering skip's "
+                f"{SKIP_TEXT!r}, yet the run ended {reason} (only an abort or an error leaves "
+                "calls unrun)",
+            )
         if reason == "cap" and f.cap is not None and f.rounds != f.cap:
             self.fail(i, f"agent_end says cap after {f.rounds} rounds; the cap is {f.cap}")
         if reason not in ("stop", "error", "aborted", "cap"):
@@ -412,6 +426,8 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
             skipping = False
         if e["type"] != "tool_execution_end" or not e.get("skipped"):
             continue
+        if not is_skip_text(e["result"]):
+            continue  # left unrun by an abort or an error, not by steering
         if e["depth"] != 0:
             out.append(
                 f"#{i} a call of the depth-{e['depth']} run was skipped; no steering reaches it"

@@ -72,6 +72,12 @@ def _skip(which: int) -> Callable[[Trace], None]:
     return mutate
 
 
+def _left_unrun(t: Trace) -> None:
+    """The last call of the first batch answered as an abort answers it, yet the run goes on."""
+    ends = [e for e in t if e["type"] == "tool_execution_end"]
+    ends[-1].update(result="Not run: the run was aborted.", is_error=True, skipped=True)
+
+
 def _non_json(t: Trace) -> None:
     t[-1]["reason"] = {"not", "json"}
 
@@ -92,6 +98,7 @@ MUTATIONS = [
     ("basics/several_picks_in_order.yaml", _skip(0), "first call of a round"),
     ("basics/several_picks_in_order.yaml", _skip(1), "a call ran after a skipped one"),
     ("basics/several_picks_in_order.yaml", _skip(-1), "does not open with the steering"),
+    ("basics/several_picks_in_order.yaml", _left_unrun, "went on after leaving calls unrun"),
     ("nested/nested_inherits_tools.yaml", _drop(type="agent_start", depth=1), "depth 1 while"),
     ("basics/one_pick.yaml", _non_json, "not JSON-serializable"),
 ]
