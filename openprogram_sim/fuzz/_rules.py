@@ -32,7 +32,9 @@ test. The rules applied, in the seed's order:
   and menu: its ``tools:`` list, else the list of the innermost enclosing exec that gave
   one, else every tool; ``toolset: none`` offers nothing.
 - **Ids.** The scripted model numbers the calls without an explicit id ``call_1``,
-  ``call_2``, ... in the order it streams them, failed replies included.
+  ``call_2``, ... in the order it streams them, failed replies included. (An explicit id
+  that is empty, repeated or of that form is refused: the loop renames colliding ids by a
+  rule of its own.)
 
 Whether a call's arguments are valid is asked of ``parse_arguments`` and
 ``validate_tool_arguments``, the tool layer's rule the seed names, never of the loop. What
@@ -77,6 +79,7 @@ scripted model's own exhaustion does)."""
 
 _FAILED = {"error": "ModelError", "aborted": "RunAbortedError"}
 _FIELD = re.compile(r"\{(\w*)\}")
+_AUTO_ID = re.compile(r"call_\d+")
 
 
 def effective_cap(max_iterations: int | None) -> int:
@@ -145,6 +148,7 @@ class _Walk:
         self.turns = [t.model_dump(exclude_defaults=True) for t in scenario.model]
         self.played: list[dict[str, Any]] = []
         self.ids = 0
+        self.given_ids: set[str] = set()
         self.tool_ends = 0
         self.by_tool: dict[int, list[int]] = {}
         self.by_round: dict[int, list[int]] = {}
@@ -261,6 +265,13 @@ class _Walk:
         if given is None:
             self.ids += 1
             given = f"call_{self.ids}"
+        elif not given or str(given) in self.given_ids or _AUTO_ID.fullmatch(str(given)):
+            raise UnpredictableScenario(
+                f"tool call id {given!r} is empty or may repeat another; the loop renames "
+                "such ids by its own rule"
+            )
+        else:
+            self.given_ids.add(str(given))
         return _Call(str(name), str(given), arguments)
 
     # -- tools ---------------------------------------------------------------------------

@@ -185,6 +185,14 @@ def test_nested_runs_share_the_script_and_steering_reaches_only_the_outer_run() 
         ({"exec": {"content": "go", "toolset": "research"}}, "named toolset"),
         ({"exec": {"content": "go", "tools_allow": ["search"]}}, "tools_allow"),
         ({"tools": {"search": {"defer": True}}}, "deferred or gated"),
+        (
+            {
+                "model": [
+                    {"tool_calls": [{"name": "search", "id": "x"}, {"name": "search", "id": "x"}]}
+                ]
+            },
+            "tool call id",
+        ),
         ({"tools": {"deep": {"exec": {"content": "{0}"}}}, "model": [{"deep": {}}]}, "format"),
     ],
 )
