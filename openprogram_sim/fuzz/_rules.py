@@ -427,10 +427,46 @@ def _odd_fields(content: str) -> bool:
     return "{" in rest or "}" in rest
 
 
+_KNOWN: dict[str, frozenset[str]] = {
+    "scenario": frozenset({
+        "scenario", "description", "tags", "system_prompt", "tools", "toolsets", "exec",
+        "model", "steering", "follow_ups", "abort", "timeout", "expect", "registry", "env",
+        "path",
+    }),
+    "exec": frozenset({
+        "content", "tools", "toolset", "tools_source", "tools_allow", "tools_deny",
+        "tool_choice", "parallel_tool_calls", "max_iterations", "choices",
+    }),
+    "tool": frozenset({
+        "python", "description", "parameters", "returns", "updates", "raises", "exec",
+        "defer", "toolsets", "expose", "unsafe_in", "requires_env",
+    }),
+    "turn": frozenset({
+        "text", "thinking", "tool_calls", "stop_reason", "error", "usage", "fault",
+        "latency", "error_reason", "retryable", "retry_after",
+    }),
+}  # fmt: skip
+"""The keys the rules know to act on or to be inert; a key added to the format later is
+refused until the rules are taught it (rather than silently ignored)."""
+
+
+def _unknown_keys(kind: str, model: Any) -> None:
+    unknown = set(model.model_fields_set) - _KNOWN[kind]
+    if unknown:
+        raise UnpredictableScenario(f"{kind} key(s) {sorted(unknown)} the rules do not cover yet")
+
+
 def _check_supported(scenario: Scenario) -> None:
+    _unknown_keys("scenario", scenario)
+    _unknown_keys("exec", scenario.exec)
+    for turn in scenario.model if isinstance(scenario.model, list) else ():
+        _unknown_keys("turn", turn)
     if scenario.registry is not None:
         raise UnpredictableScenario("registry: (the user's tools, gating and toolsets)")
     for name, spec in scenario.tools.items():
+        _unknown_keys("tool", spec)
+        if spec.exec is not None:
+            _unknown_keys("exec", spec.exec)
         if spec.python is not None:
             raise UnpredictableScenario(f"tool {name!r} is the user's code (python:)")
         gated = spec.defer or spec.toolsets or not spec.expose or spec.unsafe_in

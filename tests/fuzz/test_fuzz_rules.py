@@ -12,10 +12,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from openprogram.agent import agent_loop
-from openprogram_sim.fuzz import UnpredictableScenario, derive_expect, run_generated, strategies
+from openprogram_sim.fuzz import (
+    UnpredictableScenario,
+    _rules,
+    derive_expect,
+    run_generated,
+    strategies,
+)
 from openprogram_sim.fuzz._regression import regression_document
 from openprogram_sim.fuzz._rules import EXHAUSTED_TURN, effective_cap, predict
-from openprogram_sim.scenario import Scenario, check_outcome, discover, load_scenario
+from openprogram_sim.scenario import (
+    ExecArgs,
+    ModelTurn,
+    Scenario,
+    ToolDef,
+    check_outcome,
+    discover,
+    load_scenario,
+)
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -242,3 +256,16 @@ def test_the_scenario_library_agrees_with_the_rules() -> None:
         verdict = check_outcome(run_generated(Scenario.model_validate(document)))
         assert verdict.passed, f"{path}:\n{verdict.report()}"
     assert decided >= 40
+
+
+def test_a_key_the_rules_were_not_taught_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys added to the format later are refused until the rules learn them, never
+    silently ignored; the keys they know are all real."""
+    models = {"scenario": Scenario, "exec": ExecArgs, "tool": ToolDef, "turn": ModelTurn}
+    for kind, model in models.items():
+        assert _rules._KNOWN[kind] <= set(model.model_fields), kind
+    scenario = _scenario(tools=SEARCH, model=[{"text": "ok", "latency": 1.0}])
+    predict(scenario)
+    monkeypatch.setitem(_rules._KNOWN, "turn", _rules._KNOWN["turn"] - {"latency"})
+    with pytest.raises(UnpredictableScenario, match=r"turn key\(s\) \['latency'\]"):
+        predict(scenario)
