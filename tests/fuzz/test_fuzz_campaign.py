@@ -140,7 +140,7 @@ def test_a_violation_no_file_can_show_is_reported_not_written(
         return ["#0 a planted false alarm (no run shows it)"] if found else []
 
     monkeypatch.setattr(_campaign, "check_outcome_invariants", false_alarm)
-    code = main(["fuzz", "--examples", "200", "--seed", "1", "--regressions", str(tmp_path)])
+    code = main(["fuzz", "--examples", "40", "--seed", "1", "--regressions", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1
     assert "INVARIANT VIOLATED" in out and "a planted false alarm" in out
@@ -149,7 +149,7 @@ def test_a_violation_no_file_can_show_is_reported_not_written(
     assert "(reproduces it)" not in out
     assert not list(tmp_path.iterdir())
 
-    result = run_campaign(200, seed=1, regressions=tmp_path)
+    result = run_campaign(40, seed=1, regressions=tmp_path)
     assert result.failure is not None
     assert result.failure.path is None and result.failure.reproduced is False
     assert result.failure.unexpressed is not None
