@@ -8,8 +8,12 @@ A turn names them under a ``wire:`` key, next to the turn's usual keys::
     {"text": "Partly cloudy.", "wire": {"cut_after": 3}}
     {"text": "Partly cloudy.", "latency": 0.5, "wire": {"interval": 0.05}}
 
-The turn's own keys keep their meaning on the wire: ``latency`` is the real time before
-the first byte, ``fault: truncate`` ends the stream cleanly before its terminal event,
+The turn's own keys keep their meaning on the wire: an ``error`` stop's ``error_reason``
+picks the HTTP status (``rate_limit`` 429, ``overloaded`` 503 or Anthropic's 529,
+``server`` 500, ``auth`` 401, ``invalid_request`` 400, ``timeout`` 504 or Bedrock's 408;
+``wire.status`` wins), ``retry_after`` becomes ``retry-after`` (and OpenAI's
+``retry-after-ms``), ``retryable`` becomes ``x-should-retry``; ``latency`` is the real time
+before the first byte, ``fault: truncate`` ends the stream cleanly before its terminal event,
 ``fault: raise`` drops the connection after the body (a provider that crashed), and
 ``fault: hang`` sends the body, then holds the connection open until the client gives
 up (a non-streamed reply sends nothing at all).
@@ -143,9 +147,10 @@ def deliver(
         WireEncodeError: the turn cannot be expressed on this wire.
     """
     http_error = fault.status is not None and fault.error_mode != "stream"
+    status = _status(api, turn, fault)
     if http_error:
-        message = turn.error or f"scripted HTTP {fault.status}"
-        response = error_response(api, fault.status, message)
+        message = turn.error or f"scripted HTTP {status}"
+        response = error_response(api, status, message)
     else:
         shown = turn
         if turn.fault in ("raise", "hang"):
@@ -159,10 +164,10 @@ def deliver(
             model=model,
             seq=seq,
             chunk_size=chunk_size,
-            error_status=fault.status if fault.status is not None else 500,
+            error_status=status,
             error_mode=fault.error_mode,
         )
-    response = _with_headers(response, fault)
+    response = _with_headers(api, response, turn, fault)
     if fault.corrupt_chunk is not None:
         response = _corrupt(response, fault.corrupt_chunk)
     out = Delivery(
@@ -176,8 +181,39 @@ def deliver(
     return out
 
 
-def _with_headers(response: WireResponse, fault: WireFault) -> WireResponse:
+_REASON_STATUS = {
+    "rate_limit": 429,
+    "overloaded": 503,
+    "server": 500,
+    "auth": 401,
+    "invalid_request": 400,
+    "timeout": 504,
+}
+"""The HTTP status an error turn's ``error_reason`` is served with (no ``wire.status``);
+any other reason is a 500."""
+
+
+def _status(api: str, turn: Turn, fault: WireFault) -> int:
+    if fault.status is not None:
+        return fault.status
+    reason = turn.error_reason
+    if reason == "overloaded" and api == "anthropic":
+        return 529
+    if reason == "timeout" and api == "bedrock":
+        return 408  # ModelTimeoutException
+    return _REASON_STATUS.get(reason or "", 500)
+
+
+def _with_headers(api: str, response: WireResponse, turn: Turn, fault: WireFault) -> WireResponse:
+    """The fault's headers, and an error turn's ``retry_after`` / ``retryable`` as the
+    provider says them (``retry-after``, OpenAI's ``retry-after-ms``, ``x-should-retry``)."""
     headers = dict(response.headers)
+    if response.status >= 400 and turn.retry_after is not None:
+        headers["retry-after"] = f"{turn.retry_after:g}"
+        if api.startswith("openai"):
+            headers["retry-after-ms"] = str(round(turn.retry_after * 1000))
+    if response.status >= 400 and turn.retryable is not None:
+        headers["x-should-retry"] = "true" if turn.retryable else "false"
     if fault.retry_after is not None:
         headers["retry-after"] = f"{fault.retry_after:g}"
     if fault.retry_after_ms is not None:
