@@ -126,9 +126,10 @@ class Agent:
         uses it for its re-ask."""
         self._queues = _Queues()
         self._lock = threading.Lock()
-        self._signals: weakref.WeakSet[AbortSignal] = weakref.WeakSet()
+        self._signals: weakref.WeakSet[AbortSignal] | None = None
         """The abort signals of the runs asked for (``prompt()`` called) and not ended. Weak:
-        a prompt coroutine never awaited takes its signal with it."""
+        a prompt coroutine never awaited takes its signal with it. Made on the first
+        ``prompt()``: an exec's agent is aborted through its runtime, and never needs it."""
 
     # -- subscribers ---------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ class Agent:
         nothing is asked for does nothing; it is not kept for the next prompt.
         """
         with self._lock:
-            signals = list(self._signals)
+            signals = list(self._signals or ())
         for signal in signals:
             signal.set()
 
@@ -217,10 +218,12 @@ class Agent:
         """
         return self._run(message, self._new_signal())
 
-    def _new_signal(self, signal: AbortSignal | None = None) -> AbortSignal:
-        """Register the abort signal of a run being asked for (a new one by default)."""
-        signal = signal if signal is not None else AbortSignal()
+    def _new_signal(self) -> AbortSignal:
+        """The abort signal of a run being asked for, registered for :meth:`abort`."""
+        signal = AbortSignal()
         with self._lock:
+            if self._signals is None:
+                self._signals = weakref.WeakSet()
             self._signals.add(signal)
         return signal
 
@@ -248,8 +251,9 @@ class Agent:
             )
         finally:
             self.state.is_streaming = False
-            with self._lock:
-                self._signals.discard(signal)
+            if self._signals is not None:
+                with self._lock:
+                    self._signals.discard(signal)
         self._after_run(result)
         return result
 
