@@ -15,7 +15,7 @@
 - the check (:func:`check_outcome`): the outcome against every ``expect:`` key.
 """
 
-from openprogram_sim.scenario._check import Failure, Verdict, check_outcome
+from openprogram_sim.scenario._check import Failure, Verdict, check_outcome, check_requests
 from openprogram_sim.scenario._loader import discover, load_scenario, parse_scenario
 from openprogram_sim.scenario._runner import (
     RecordingProvider,
@@ -65,6 +65,7 @@ __all__ = [
     "arun_scenario",
     "build_model",
     "check_outcome",
+    "check_requests",
     "discover",
     "json_schema",
     "load_scenario",

@@ -23,7 +23,7 @@ from openprogram_sim.trace import (
     show,
 )
 
-__all__ = ["Failure", "Verdict", "check_outcome"]
+__all__ = ["Failure", "Verdict", "check_outcome", "check_requests"]
 
 
 @dataclass(slots=True)
@@ -315,6 +315,23 @@ def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
                     where=scenario.where("expect", "counts", event_type),
                 )
             )
+
+
+class _Requests:
+    """What :func:`_check_requests` reads of an outcome: the scenario and the requests."""
+
+    def __init__(self, scenario: Any, requests: list[dict[str, Any]]) -> None:
+        self.scenario = scenario
+        self.requests = requests
+
+
+def check_requests(scenario: Any, requests: list[dict[str, Any]]) -> list[Failure]:
+    """``scenario``'s ``expect.requests`` against ``requests`` (dicts as
+    :func:`~openprogram_sim.scenario.request_to_dict` gives them, or as the wire server
+    reads them from what a client sent): the same check, and diff, ``run`` uses."""
+    out: list[Failure] = []
+    _check_requests(_Requests(scenario, requests), out)  # type: ignore[arg-type]
+    return out
 
 
 def check_outcome(outcome: RunOutcome) -> Verdict:

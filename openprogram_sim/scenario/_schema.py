@@ -129,6 +129,24 @@ class ToolDef(_Model):
         return self
 
 
+class WireSpec(_Model):
+    """``wire:`` of a model turn: what the turn does to the HTTP exchange when the wire server
+    (``openprogram-sim serve``) plays it; the scripted model ignores it."""
+
+    status: int | None = Field(None, ge=400, le=599, description="An HTTP error status.")
+    retry_after: float | None = Field(None, ge=0, description="The retry-after header (s).")
+    retry_after_ms: int | None = Field(None, ge=0, description="OpenAI's retry-after-ms.")
+    error_mode: Literal["auto", "http", "stream"] = "auto"
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra response headers.")
+    cut_after: int | None = Field(
+        None, ge=0, description="Drop the connection after this many body chunks."
+    )
+    corrupt_chunk: int | None = Field(
+        None, ge=1, description="Replace body chunk N with bytes the client cannot parse."
+    )
+    interval: float = Field(0.0, ge=0, description="Real seconds between body chunks.")
+
+
 class ModelTurn(_Model):
     """One model reply, in call order across nesting levels."""
 
@@ -150,6 +168,9 @@ class ModelTurn(_Model):
     usage: dict[str, int] | None = None
     fault: Literal["truncate", "raise", "hang"] | None = None
     latency: float = Field(0.0, ge=0, description="Seconds on the virtual clock.")
+    wire: WireSpec | None = Field(
+        None, description="What the turn does over HTTP when the wire server plays it."
+    )
 
     @model_validator(mode="after")
     def _calls_shape(self) -> ModelTurn:

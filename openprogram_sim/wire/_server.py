@@ -292,19 +292,9 @@ def _plain(spec: Any) -> Any:
 
 def _check_requests(scenario: Scenario, requests: list[dict[str, Any]]) -> list[Failure]:
     """``expect.requests`` against ``requests``, by the check ``run`` uses."""
-    from openprogram_sim.scenario._check import _check_requests as check
+    from openprogram_sim.scenario import check_requests
 
-    out: list[Failure] = []
-    check(_Observed(scenario, requests), out)  # type: ignore[arg-type]
-    return out
-
-
-@dataclass(slots=True)
-class _Observed:
-    """The two fields of a run outcome the requests check reads."""
-
-    scenario: Scenario
-    requests: list[dict[str, Any]]
+    return check_requests(scenario, requests)
 
 
 @contextmanager

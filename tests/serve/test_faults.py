@@ -4,10 +4,12 @@ the mistakes a fault spec is refused for."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx2
 import pytest
 
+from openprogram_sim import ScenarioError
 from openprogram_sim.models import Turn
 from openprogram_sim.wire import WireFault, serve
 
@@ -92,3 +94,32 @@ def test_a_fault_the_response_cannot_carry_is_a_500_saying_why() -> None:
             in reply.json()["error"]["message"]
         )
         assert reply.headers["x-should-retry"] == "false"
+
+
+def test_a_scenario_file_carries_wire_faults(tmp_path: Path) -> None:
+    """``wire:`` under a model turn in a file: the server cuts the stream after chunk 2, and
+    the scripted model (which plays the same file) ignores the key."""
+    from openprogram_sim.scenario import load_scenario, run_scenario
+
+    path = tmp_path / "cut.yaml"
+    path.write_text(
+        "scenario: a stream cut mid-way\n"
+        "exec: {content: hi, tools: []}\n"
+        "model:\n"
+        "  - text: 'A reply long enough for several pieces on the wire.'\n"
+        "    wire: {cut_after: 2, headers: {x-scripted: 'yes'}}\n"
+    )
+    scenario = load_scenario(path)
+    assert run_scenario(scenario).result == "A reply long enough for several pieces on the wire."
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with serve(scenario) as server, httpx2.Client() as client:
+        url = server.base_url("openai") + "/chat/completions"
+        with client.stream("POST", url, json=body) as response:
+            assert response.headers["x-scripted"] == "yes"
+            with pytest.raises(httpx2.RemoteProtocolError):
+                for _ in response.iter_bytes():
+                    pass
+    bad = path.read_text().replace("cut_after: 2", "cut_after: -1")
+    path.write_text(bad)
+    with pytest.raises(ScenarioError, match=r"cut.yaml:5: \(model\[0\]\.wire\.cut_after\)"):
+        load_scenario(path, shown_as="cut.yaml")
