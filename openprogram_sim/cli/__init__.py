@@ -1,8 +1,13 @@
-"""``openprogram-sim``: run scenario files, export their schema.
+"""``openprogram-sim``: run scenario files, serve them over HTTP, fuzz the loop.
 
-    openprogram-sim run [PATHS...] [--json] [-k TEXT] [--report PATH]
+    openprogram-sim run [PATHS...] [--json] [-k TEXT] [-m TAG] [--report PATH]
+                        [--pythonpath DIR] [--model PROVIDER:MODEL [--base-url URL]]
     openprogram-sim schema [-o FILE]
+    openprogram-sim init REF [-o FILE]
+    openprogram-sim serve SCENARIO [--host H] [--port N]
     openprogram-sim fuzz [--examples N] [--seed S] [--workers K] [--regressions DIR]
+
+One module per subcommand (``run``, ``schema``, ``init``, ``serve``, ``fuzz``).
 
 ``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
 each failure and a summary; a progress bar is drawn on stderr for long runs in a terminal.
