@@ -33,12 +33,9 @@ def test_every_event_of_a_run_carries_its_run_id() -> None:
     runs = by_run(events)
     assert list(runs) == [first.run_id, second.run_id]
     assert first.run_id and first.run_id != second.run_id
-    assert [len(r) for r in runs.values()] == [
-        sum(1 for e in events if e.run_id == first.run_id),
-        sum(1 for e in events if e.run_id == second.run_id),
-    ]
-    for run in runs.values():
+    for run in runs.values():  # each run's events, whole: from its agent_start to its end
         assert run[0].type == "agent_start" and run[-1].type == "agent_end"
+        assert [e.type for e in run].count("agent_end") == 1
         assert {e.parent_run_id for e in run} == {None}
 
 
