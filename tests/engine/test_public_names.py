@@ -48,11 +48,12 @@ PUBLIC: dict[str, list[str]] = {
         "BUILTIN_TOOLSETS", "RegistrySnapshot", "ToolRegistry", "default_registry",
     ],
     "openprogram.types": [
-        "AnyMessage", "AssistantContent", "AssistantMessage", "ContentBlock", "ImageContent",
-        "Message", "StopReason", "TextContent", "ThinkingContent", "ToolCall",
-        "ToolResultContent", "ToolResultMessage", "ToolSpec", "Usage", "UserContent",
-        "UserMessage", "message_from_dict", "message_from_json", "message_to_dict",
-        "message_to_json", "messages_from_json", "messages_to_json", "now_ms",
+        "AnyMessage", "AssistantContent", "AssistantMessage", "ContentBlock", "ErrorDetails",
+        "ErrorReason", "ImageContent", "Message", "StopReason", "TextContent",
+        "ThinkingContent", "ToolCall", "ToolResultContent", "ToolResultMessage", "ToolSpec",
+        "Usage", "UserContent", "UserMessage", "message_from_dict", "message_from_json",
+        "message_to_dict", "message_to_json", "messages_from_json", "messages_to_json",
+        "now_ms",
     ],
     "openprogram.events": [
         "AgentEnd", "AgentEvent", "AgentStart", "EndReason", "EventStream", "MessageEnd",
