@@ -155,7 +155,8 @@ class LoopResult:
     model_calls: int
     unconsumed_steering: list[UserMessage] = field(default_factory=list)
     unconsumed_follow_ups: list[UserMessage] = field(default_factory=list)
-    """Messages dequeued but not delivered because the cap was reached."""
+    """Messages dequeued but not delivered because the cap was reached or the run was
+    aborted."""
     error: BaseException | None = None
     """What raised, when the run ended because something raised."""
     run_id: str = ""
@@ -490,7 +491,8 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
                 steering = await _execute_tool_calls(run, message, tool_calls)
             run.end_turn(message, run.turn_results)
             if run.cancel.is_set():
-                return _end(run, "aborted")
+                # steering taken from the queue and not delivered goes back, as at the cap
+                return _end(run, "aborted", steering=steering)
             # Steering queued while the turn closed (e.g. by a turn_end listener) joins what
             # arrived during the batch, so the next model call sees all of it.
             pending = steering + await _poll(config.get_steering_messages)

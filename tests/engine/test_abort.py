@@ -435,6 +435,29 @@ def test_abort_while_a_tool_awaits_answers_it_and_the_rest() -> None:
     ]
 
 
+def test_steering_taken_by_a_round_that_is_then_aborted_stays_queued() -> None:
+    """Steering that arrived mid-batch (the rest of it skipped) and was not delivered yet
+    when an abort closed the round is not lost: it goes back to the queue, as messages left
+    at the cap do."""
+    model = ScriptedModel([{"tool_calls": [{"noop": {}}, {"noop": {}}]}, "never"])
+    agent = Agent(model, tools=[NOOP])
+
+    def listener(event: AgentEvent) -> None:
+        if event.type == "tool_execution_end" and not event.skipped:
+            agent.steer("change of plan")
+        elif event.type == "turn_end":
+            agent.abort()
+
+    agent.subscribe(listener)
+    result = asyncio.run(agent.prompt("go"))
+    assert result.reason == "aborted" and model.calls == 1
+    assert [(name, skip) for name, _, _, skip in results_of(result.messages)] == [
+        ("noop", False),
+        ("noop", True),
+    ]
+    assert [m.text for m in agent.queued_steering] == ["change of plan"]
+
+
 def test_an_error_mid_batch_also_answers_every_unrun_call() -> None:
     """A steering source that raises ends the run on an error between two calls: the calls
     left still get one result each."""
