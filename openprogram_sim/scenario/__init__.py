@@ -33,6 +33,7 @@ from openprogram_sim.scenario._schema import (
     Expect,
     FollowUp,
     ForcedChoice,
+    HistoryMessage,
     ModelTurn,
     RaisesSpec,
     RequestExpect,
@@ -53,6 +54,7 @@ __all__ = [
     "Failure",
     "FollowUp",
     "ForcedChoice",
+    "HistoryMessage",
     "ModelTurn",
     "RaisesSpec",
     "RecordingProvider",
@@ -75,7 +77,8 @@ __all__ = [
 ]
 
 for _cls in (
-    AbortPoint, CassetteModel, ExecArgs, Expect, Failure, FollowUp, ForcedChoice, ModelTurn,
+    AbortPoint, CassetteModel, ExecArgs, Expect, Failure, FollowUp, ForcedChoice,
+    HistoryMessage, ModelTurn,
     RaisesSpec, RecordingProvider, RequestExpect, RunOutcome, Scenario, Steering, ToolDef,
     Verdict,
 ):  # fmt: skip

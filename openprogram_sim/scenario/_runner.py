@@ -21,7 +21,15 @@ from openprogram import Runtime, ToolRegistry, ToolResult
 from openprogram.events import AgentEvent, ProviderEvent
 from openprogram.providers import Context, Provider, StreamOptions
 from openprogram.tools import as_tool
-from openprogram.types import Usage
+from openprogram.types import (
+    AnyMessage,
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from openprogram_sim.errors import MisuseError, ToolFailure
 from openprogram_sim.models import ScriptedModel, ScriptedRequest, Turn, TurnToolCall
 from openprogram_sim.scenario._python import import_ref, import_roots, scenario_env
@@ -165,6 +173,29 @@ def _returns(spec: ToolDef) -> Callable[[], Any]:
         return values[i] if values else None
 
     return next_value
+
+
+def _history(scenario: Scenario) -> list[AnyMessage]:
+    """The scenario's ``history:`` as engine messages."""
+    out: list[AnyMessage] = []
+    for m in scenario.history:
+        if m.role == "user":
+            out.append(UserMessage.of(m.text))
+        elif m.role == "assistant":
+            content: list[Any] = [TextContent(m.text)] if m.text else []
+            content += [
+                ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=c.get("arguments", {}))
+                for c in m.tool_calls
+            ]
+            stop: Any = "toolUse" if m.tool_calls else "stop"
+            out.append(AssistantMessage(content=content, stop_reason=stop))
+        else:
+            out.append(
+                ToolResultMessage(
+                    str(m.tool_call_id), str(m.tool_name), [TextContent(m.text)], m.is_error
+                )
+            )
+    return out
 
 
 def _result(value: Any) -> Any:
@@ -386,7 +417,11 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
     start = time.perf_counter()
     with scenario_env(scenario.env):
         run = asyncio.ensure_future(
-            runtime.aexec(scenario.exec.content, **build.exec_kwargs(scenario.exec))
+            runtime.aexec(
+                scenario.exec.content,
+                history=_history(scenario),
+                **build.exec_kwargs(scenario.exec),
+            )
         )
         timed_out: int | None = None
         if not await _finished(run, scenario.timeout):

@@ -30,6 +30,7 @@ __all__ = [
     "ExecArgs",
     "Expect",
     "FollowUp",
+    "HistoryMessage",
     "ModelTurn",
     "RaisesSpec",
     "RequestExpect",
@@ -241,6 +242,36 @@ class FollowUp(_Model):
     text: str
 
 
+class HistoryMessage(_Model):
+    """One message of the conversation before ``exec.content`` (``history:``)."""
+
+    role: Literal["user", "assistant", "toolResult"]
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="An assistant message's calls, each {name: ..., arguments: ..., id: ...}.",
+    )
+    tool_call_id: str | None = Field(None, description="A toolResult: the call it answers.")
+    tool_name: str | None = Field(None, description="A toolResult: the tool's name.")
+    is_error: bool = False
+
+    @model_validator(mode="after")
+    def _fits_its_role(self) -> HistoryMessage:
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("tool_calls belong to an assistant message")
+        for call in self.tool_calls:
+            if set(call) - {"name", "arguments", "id"} or not {"name", "id"} <= set(call):
+                raise ValueError(
+                    f"history tool call {call!r} must be {{name: ..., arguments: ..., id: ...}}"
+                    " (the id is what its toolResult names)"
+                )
+        if self.role == "toolResult" and not (self.tool_call_id and self.tool_name):
+            raise ValueError("a toolResult message needs tool_call_id and tool_name")
+        if self.role != "toolResult" and (self.tool_call_id or self.tool_name or self.is_error):
+            raise ValueError("tool_call_id, tool_name and is_error belong to a toolResult")
+        return self
+
+
 class AbortPoint(_Model):
     """``abort:``: where the run is aborted (as ``Runtime.abort()`` would, from outside)."""
 
@@ -349,6 +380,10 @@ class Scenario(_Model):
     tools: dict[str, ToolDef] = Field(default_factory=dict)
     toolsets: dict[str, list[str]] = Field(
         default_factory=dict, description="Named toolsets over the scenario's tools."
+    )
+    history: list[HistoryMessage] = Field(
+        default_factory=list,
+        description="The conversation so far, before exec.content (each tool call answered).",
     )
     exec: ExecArgs
     model: ModelField

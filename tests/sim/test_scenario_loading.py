@@ -171,7 +171,7 @@ def test_json_schema_covers_every_key() -> None:
     schema = json_schema()
     json.dumps(schema)
     assert set(schema["properties"]) == {
-        "scenario", "description", "tags", "system_prompt", "registry", "env", "tools",
+        "scenario", "description", "tags", "system_prompt", "registry", "env", "tools", "history",
         "toolsets", "exec", "model", "steering", "follow_ups", "abort", "timeout", "expect",
     }  # fmt: skip
     assert "CassetteModel" not in schema["$defs"]  # not built yet: editors do not offer it
