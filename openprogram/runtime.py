@@ -270,6 +270,42 @@ class Runtime:
         for signal in signals:
             signal.set()
 
+    # -- the application's own entry point ----------------------------------------------
+
+    async def acall(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn`` as the application would, with this runtime current: an
+        ``@agentic_function`` (or any code that reads :func:`~openprogram.tools.current_runtime`)
+        runs its ``exec`` calls on this runtime, and a ``runtime`` parameter ``fn`` declares
+        is given this runtime when the caller does not pass one. A synchronous ``fn`` runs in a
+        worker thread (its ``exec`` calls then run their own loops there, as from a tool
+        body), so this loop stays free to abort it; returns what ``fn`` returns::
+
+            answer = await runtime.acall(plan_trip, "Oslo")
+        """
+        if "runtime" not in kwargs and _takes_runtime(fn):
+            kwargs["runtime"] = self
+        token = _current_runtime.set(self)
+        try:
+            if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)):
+                return await fn(*args, **kwargs)
+            value = await asyncio.to_thread(fn, *args, **kwargs)
+            return await value if inspect.isawaitable(value) else value
+        finally:
+            _current_runtime.reset(token)
+
+    def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """The synchronous form of :meth:`acall`."""
+        if "runtime" not in kwargs and _takes_runtime(fn):
+            kwargs["runtime"] = self
+        token = _current_runtime.set(self)
+        try:
+            value = fn(*args, **kwargs)
+            if inspect.isawaitable(value):
+                return asyncio.run(_awaited(value))
+            return value
+        finally:
+            _current_runtime.reset(token)
+
     # -- exec ----------------------------------------------------------------------------
 
     def exec(
@@ -619,3 +655,16 @@ def _run_in_thread(fn: Callable[[], Any]) -> Any:
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _takes_runtime(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` declares a ``runtime`` parameter (an ``@agentic_function`` looks the
+    runtime up itself when it is not passed)."""
+    try:
+        return "runtime" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+async def _awaited(value: Any) -> Any:
+    return await value

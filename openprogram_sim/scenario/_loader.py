@@ -293,7 +293,9 @@ def parse_scenario(
 
 
 def _names_python(scenario: Scenario) -> bool:
-    return bool(scenario.registry) or any(t.python for t in scenario.tools.values())
+    return bool(scenario.registry or scenario.call) or any(
+        t.python for t in scenario.tools.values()
+    )
 
 
 def _resolve_python(
@@ -310,11 +312,16 @@ def _resolve_python(
     refs = [(("tools", n, "python"), t.python) for n, t in scenario.tools.items() if t.python]
     if scenario.registry:
         refs.append((("registry",), scenario.registry))
+    if scenario.call:
+        refs.append((("call",), scenario.call))
     for where, ref in refs:
         try:
             value = import_ref(ref, roots)
             if where == ("registry",):
                 names = _registry_names(value, ref)
+            elif where == ("call",):
+                if not callable(value):
+                    raise TypeError(f"{ref!r} is a {type(value).__name__}, not a callable")
             else:
                 _check_tool(value, ref, str(where[1]))
             resolved[ref] = value

@@ -13,7 +13,7 @@ import asyncio
 import string
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,6 +175,15 @@ def _returns(spec: ToolDef) -> Callable[[], Any]:
     return next_value
 
 
+def _entry(scenario: Scenario, runtime: Runtime, build: _Build) -> Awaitable[Any]:
+    """The run's top level: the file's ``exec:``, or the user's entry point (``call:``)."""
+    if scenario.call is not None:
+        return runtime.acall(build.python(scenario.call), **scenario.args)
+    return runtime.aexec(
+        scenario.exec.content, history=_history(scenario), **build.exec_kwargs(scenario.exec)
+    )
+
+
 def _history(scenario: Scenario) -> list[AnyMessage]:
     """The scenario's ``history:`` as engine messages."""
     out: list[AnyMessage] = []
@@ -216,7 +225,7 @@ class _Build:
             self.entries[name] = self._entry(name, spec)
         self.registry = self._registry()
 
-    def _python(self, ref: str) -> Any:
+    def python(self, ref: str) -> Any:
         known = self.scenario._python
         if ref not in known:  # a Scenario built in Python: import it now
             known[ref] = import_ref(ref, import_roots(self.scenario.path or None))
@@ -227,7 +236,7 @@ class _Build:
         when ``registry:`` names one (its toolsets, gating and deferred tools)."""
         registry = ToolRegistry()
         if self.scenario.registry:
-            registry.restore(self._python(self.scenario.registry).snapshot())
+            registry.restore(self.python(self.scenario.registry).snapshot())
         for entry in self.entries.values():
             registry.register(entry, replace=True)
         for set_name, members in self.scenario.toolsets.items():
@@ -236,7 +245,7 @@ class _Build:
 
     def _entry(self, name: str, spec: ToolDef) -> Any:
         if spec.python is not None:
-            real = as_tool(self._python(spec.python))
+            real = as_tool(self.python(spec.python))
             if spec.returns is None and spec.raises is None:
                 return real  # the user's own tool, run for real
             stub = as_tool({"spec": real.spec, "execute": self._body(name, spec)})
@@ -416,13 +425,7 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
     runtime, build, recorder, injections = _build_runtime(scenario, observed)
     start = time.perf_counter()
     with scenario_env(scenario.env):
-        run = asyncio.ensure_future(
-            runtime.aexec(
-                scenario.exec.content,
-                history=_history(scenario),
-                **build.exec_kwargs(scenario.exec),
-            )
-        )
+        run = asyncio.ensure_future(_entry(scenario, runtime, build))
         timed_out: int | None = None
         if not await _finished(run, scenario.timeout):
             timed_out = len(recorder.trace)  # abort it (real time: the virtual clock never waits)

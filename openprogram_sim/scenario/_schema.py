@@ -385,7 +385,16 @@ class Scenario(_Model):
         default_factory=list,
         description="The conversation so far, before exec.content (each tool call answered).",
     )
-    exec: ExecArgs
+    exec: ExecArgs = Field(
+        default_factory=lambda: ExecArgs(content=""),
+        description="The arguments of Runtime.exec (required unless call: is given).",
+    )
+    call: str | None = Field(
+        None,
+        description="Instead of exec: the application's entry point, 'package.module:name' "
+        "(an @agentic_function, or any callable; a `runtime` parameter gets the run's runtime).",
+    )
+    args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for call:.")
     model: ModelField
     steering: list[Steering] = Field(default_factory=list)
     follow_ups: list[FollowUp] = Field(default_factory=list)
@@ -400,6 +409,18 @@ class Scenario(_Model):
     expect: Expect = Field(default_factory=Expect)
     path: str = Field("", exclude=True, description="(set by the loader)")
     _lines: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _exec_or_call(self) -> Scenario:
+        given = "exec" in self.model_fields_set
+        if self.call is None and not given:
+            raise ValueError("give exec: (the Runtime.exec call) or call: (your entry point)")
+        if self.call is not None and given:
+            raise ValueError("give exec: or call:, not both (call: runs your own code)")
+        if self.args and self.call is None:
+            raise ValueError("args: go with call:")
+        return self
+
     _python: dict[str, Any] = PrivateAttr(default_factory=dict)
     """The user's objects the scenario's ``python:``/``registry:`` references name
     (imported by the loader)."""
@@ -485,6 +506,7 @@ def json_schema() -> dict[str, Any]:
         "items": {"$ref": "#/$defs/ModelTurn"},
         "description": "One turn per model call, in call order across nesting levels.",
     }
+    schema["oneOf"] = [{"required": ["exec"]}, {"required": ["call"]}]  # one top level
     defs["Matcher"] = _MATCHER
     defs["ExpectedEvent"] = _expected_event()
     _fill_placeholders(schema)

@@ -21,14 +21,14 @@ def _run(*command: str, cwd: Path = EXAMPLE) -> subprocess.CompletedProcess[str]
 def test_its_scenarios_pass_through_the_cli() -> None:
     result = _run(str(BIN / "openprogram-sim"), "run", "scenarios")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.splitlines()[-1].startswith("5 scenarios: 5 passed")
+    assert result.stdout.splitlines()[-1].startswith("6 scenarios: 6 passed")
 
 
 def test_its_scenarios_and_tests_pass_under_pytest() -> None:
     result = _run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                   "--openprogram-scenarios")  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 passed" in result.stdout
+    assert "7 passed" in result.stdout
 
 
 def test_a_broken_tool_fails_its_scenario(tmp_path: Path) -> None:

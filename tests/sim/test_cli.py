@@ -97,7 +97,7 @@ def test_schema_command_prints_json_schema(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["title"] == "openprogram scenario"
     out = tmp_path / "schema.json"
     assert run("schema", "-o", str(out)).returncode == 0
-    assert json.loads(out.read_text())["required"] == ["scenario", "exec", "model"]
+    assert json.loads(out.read_text())["required"] == ["scenario", "model"]
 
 
 @pytest.mark.parametrize("args", [[], ["bogus"]])

@@ -183,3 +183,47 @@ def test_without_the_pythonpath_the_import_fails_and_with_it_works(project: Path
     with pytest.raises(ScenarioError, match="No module named"):
         load_scenario(path)
     assert load_scenario(path, pythonpath=[project / "src"]).tools["double"].python
+
+
+def test_call_runs_the_users_entry_point(project: Path) -> None:
+    name = (project / "NAME").read_text()
+    (project / "src" / name / "app.py").write_text(
+        "from openprogram import Runtime\n\n"
+        "def main(topic: str, runtime: Runtime) -> str:\n"
+        "    return 'app: ' + str(runtime.exec(f'About {topic}.', toolset='maths'))\n"
+    )
+    path = scenario(
+        project,
+        """\
+        scenario: entry point
+        registry: "PKG.tools:registry"
+        call: "PKG.app:main"
+        args: {topic: numbers}
+        model:
+          - tool_calls: [{double: {n: 4}}]
+          - text: "eight"
+        expect:
+          result: "app: eight"
+          events:
+            - message_end: {role: user, text: "About numbers."}
+            - tool_execution_end: {tool_name: double, result: "8"}
+          requests:
+            - {round: 1, tools: [double]}
+        """,
+    )
+    verdict = check_outcome(run_scenario(load_scenario(path)))
+    assert verdict.passed, verdict.report()
+
+
+def test_exec_and_call_together_are_refused(project: Path) -> None:
+    path = scenario(
+        project,
+        """\
+        scenario: both
+        exec: {content: "Go."}
+        call: "PKG.tools:double"
+        model: [{text: "x"}]
+        """,
+    )
+    with pytest.raises(ScenarioError, match="give exec: or call:, not both"):
+        load_scenario(path)

@@ -120,7 +120,9 @@ def test_unknown_matcher_operator() -> None:
 
 
 def test_missing_required_keys() -> None:
-    assert errors_of("scenario: x\nmodel: []\n") == ["case.yaml:1: missing required key 'exec'"]
+    assert errors_of("scenario: x\nmodel: []\n") == [
+        "case.yaml:1: give exec: (the Runtime.exec call) or call: (your entry point)"
+    ]
 
 
 def test_a_tool_with_two_behaviours_and_a_steering_point_missing() -> None:
@@ -172,11 +174,13 @@ def test_json_schema_covers_every_key() -> None:
     json.dumps(schema)
     assert set(schema["properties"]) == {
         "scenario", "description", "tags", "system_prompt", "registry", "env", "tools", "history",
-        "toolsets", "exec", "model", "steering", "follow_ups", "abort", "timeout", "expect",
+        "toolsets", "exec", "call", "args", "model", "steering", "follow_ups", "abort",
+        "timeout", "expect",
     }  # fmt: skip
     assert "CassetteModel" not in schema["$defs"]  # not built yet: editors do not offer it
     assert schema["properties"]["model"]["type"] == "array"
-    assert schema["required"] == ["scenario", "exec", "model"]
+    assert schema["required"] == ["scenario", "model"]
+    assert schema["oneOf"] == [{"required": ["exec"]}, {"required": ["call"]}]
     defs = schema["$defs"]
     assert {"returns", "raises", "exec", "defer"} <= set(defs["ToolDef"]["properties"])
     assert {"events", "events_mode", "not_events", "counts", "requests", "raises"} <= set(
