@@ -55,8 +55,8 @@ class RunOutcome:
     result: Any
     """exec's return value (None when it raised)."""
     error: BaseException | None
-    requests: list[dict[str, Any]]
-    """What the model was sent on each call (:func:`request_to_dict`), in call order."""
+    recorded: list[ScriptedRequest]
+    """What the model was sent on each call, as recorded (see :attr:`requests`)."""
     provider: Provider
     """The model the run used: the scenario's :class:`ScriptedModel` unless another
     provider was passed to :func:`run_scenario`."""
@@ -77,11 +77,21 @@ class RunOutcome:
     """When the run did not end within the scenario's ``timeout``: how many trace entries
     there were then (the run was aborted at that point)."""
     extras: dict[str, Any] = field(default_factory=dict)
+    _requests: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """What the model was sent on each call, as plain fields (:func:`request_to_dict`),
+        in call order; converted on first use (a long run's history makes it costly, and most
+        checks never read it)."""
+        if self._requests is None:
+            self._requests = [request_to_dict(r) for r in self.recorded]
+        return self._requests
 
     @property
     def model_calls(self) -> int:
         """Model calls of the whole run, nested ones included."""
-        return len(self.requests)
+        return len(self.recorded)
 
     @property
     def error_text(self) -> str | None:
@@ -453,7 +463,7 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
         trace=recorder.trace,
         result=result,
         error=error,
-        requests=[request_to_dict(r) for r in requests],
+        recorded=list(requests),
         provider=provider,
         duration=duration,
         usage=usage,
