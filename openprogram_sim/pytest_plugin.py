@@ -233,7 +233,8 @@ class ScenarioItem(pytest.Item):
 
     def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.scenario = scenario
+        self.scenario: Scenario | None = scenario
+        self.title = scenario.scenario
         self.verdict: Verdict | None = None
         # the title is a keyword too, so -k matches any word of it
         self.extra_keyword_matches.add(scenario.scenario)
@@ -242,6 +243,7 @@ class ScenarioItem(pytest.Item):
         from openprogram_sim.report import scenario_props
         from openprogram_sim.scenario import check_outcome, run_scenario
 
+        assert self.scenario is not None, "a scenario item runs once"
         self.verdict = verdict = check_outcome(run_scenario(self.scenario))
         for key, value in scenario_props(verdict).items():
             self.user_properties.append((key, value))
@@ -258,7 +260,7 @@ class ScenarioItem(pytest.Item):
 
             verdict = excinfo.value.verdict
             path = _relpath(self.config, self.path)
-            head = f"scenario failed: {self.scenario.scenario}\n  file: {path}"
+            head = f"scenario failed: {self.title}\n  file: {path}"
             outcome = verdict.outcome
             if outcome.error is not None:
                 head += f"\n  exec raised: {outcome.error_text}"
@@ -268,7 +270,7 @@ class ScenarioItem(pytest.Item):
         return super().repr_failure(excinfo, style="short")
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, f"scenario: {self.scenario.scenario}"
+        return self.path, 0, f"scenario: {self.title}"
 
 
 class InvalidScenarioItem(pytest.Item):
@@ -302,12 +304,17 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
-    if not item.config.getoption("openprogram_report", None):
-        return report  # records only feed the HTML report: none asked for, none built
-    record = _record_for(item, report)
-    if record is not None:
-        setattr(report, REPORT_ATTR, record)
+    if item.config.getoption("openprogram_report", None):
+        record = _record_for(item, report)  # records only feed the HTML report
+        if record is not None:
+            setattr(report, REPORT_ATTR, record)
+    if report.when == "call" and isinstance(item, ScenarioItem):
+        # reported: the scenario and its run need not stay alive to the session's end (a
+        # large heap makes every later full garbage collection, and pytest's at exit, slow)
+        item.verdict = None
+        item.scenario = None
     return report
+
 
 
 def _record_for(item: pytest.Item, report: pytest.TestReport) -> dict[str, Any] | None:
@@ -346,6 +353,7 @@ def _scenario_item_record(item: ScenarioItem, report: pytest.TestReport) -> dict
 def _stub_record(item: ScenarioItem, status: str, duration: float, failure: str) -> dict[str, Any]:
     """The record of a scenario item that has no verdict (skipped, or the harness raised)."""
     scenario = item.scenario
+    assert scenario is not None, "records are built before the item lets its scenario go"
     return {
         "id": item.nodeid,
         "kind": "scenario",

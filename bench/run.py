@@ -1,0 +1,318 @@
+"""Every benchmark row in one run, side by side: ``python bench/run.py [--json] [--quick]``.
+
+Each part runs in a fresh Python process (so one part's imports and heap do not slow the
+next) and reports one JSON object; this script prints one table and, with ``--json``, one
+JSON object as the last line of its output. Rows:
+
+- ``floor_us_per_round`` / ``loop_minimal_us_per_round`` / ``loop_us_per_round`` /
+  ``pydantic_ai_us_per_round``: the loop's overhead per round (``bench/loop_overhead.py``):
+  a bare hand-written loop, ``Agent`` with a minimal provider, ``Runtime.aexec`` with the
+  scripted model, pydantic-ai's ``Agent.run`` (null when pydantic-ai is not installed);
+- ``scenarios_per_s``: load + validate + run + check, in-process on one core, over a library
+  of 1,200 scenario files (``scenarios/`` copied until there are that many);
+- ``cli_library_s``: ``openprogram-sim run scenarios/`` wall time, start-up included (best
+  of 3);
+- ``plugin_overhead_ms_per_item``: what a ``pytest --openprogram-scenarios`` item costs beyond
+  a trivial test item and the scenario's own in-process time (same count, same run);
+- ``fuzz_examples_per_s``: ``openprogram-sim fuzz`` examples per second on one core;
+- ``rss_growth_pct``: resident memory after 1,000 runs of a 50-round scenario against after
+  100;
+- ``serve_*``: the wire server (``bench/serve_throughput.py``): streamed 10-piece replies
+  per second against a hello-world floor on the same stack;
+- ``cassette_*``: cassette replay, when ``bench/cassette_replay.py`` exists.
+
+Timing on a shared machine is noisy: compare the rows of one run, not runs of different
+days; every part keeps the best of a few repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+BIN = Path(sys.executable).parent
+LIBRARY_SIZE = 1200
+
+
+def _library(target: Path, size: int) -> list[Path]:
+    """``scenarios/`` copied into ``target`` until it holds ``size`` files."""
+    source = sorted((ROOT / "scenarios").rglob("*.yaml"))
+    files: list[Path] = []
+    copy = 0
+    while len(files) < size:
+        for path in source:
+            if len(files) == size:
+                break
+            dest = target / f"c{copy}" / path.relative_to(ROOT / "scenarios")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+            files.append(dest)
+        copy += 1
+    return files
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def part_loop(quick: bool) -> dict[str, Any]:
+    import asyncio
+
+    sys.path.insert(0, str(BENCH))
+    import loop_overhead
+
+    if quick:
+        loop_overhead.REPEATS = 5
+    results = asyncio.run(loop_overhead.main_async())
+    pick = {
+        "floor_us_per_round": "bare hand-written loop",
+        "loop_minimal_us_per_round": "openprogram Agent.prompt (minimal provider)",
+        "loop_us_per_round": "openprogram Runtime.aexec (ScriptedModel)",
+        "pydantic_ai_us_per_round": "pydantic-ai Agent.run (FunctionModel)",
+    }
+    return {k: round(results[v][0], 2) if v in results else None for k, v in pick.items()}
+
+
+def part_scenarios(quick: bool) -> dict[str, Any]:
+    from openprogram_sim.scenario import check_outcome, load_scenario, run_scenario
+
+    size = 300 if quick else LIBRARY_SIZE
+    with tempfile.TemporaryDirectory() as tmp:
+        files = _library(Path(tmp), size)
+        for path in files[:60]:  # warm-up: first-use imports and compiled validators
+            check_outcome(run_scenario(load_scenario(path)))
+        best = float("inf")
+        failed = 0
+        for _ in range(2 if quick else 3):
+            start = time.perf_counter()
+            for path in files:
+                failed += not check_outcome(run_scenario(load_scenario(path))).passed
+            best = min(best, time.perf_counter() - start)
+    if failed:
+        raise SystemExit(f"{failed} scenario runs failed")
+    return {"scenarios_per_s": round(size / best), "scenario_ms": round(best / size * 1000, 3)}
+
+
+def part_cli(quick: bool) -> dict[str, Any]:
+    times = []
+    for _ in range(2 if quick else 3):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [str(BIN / "openprogram-sim"), "run", "scenarios/"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(done.stdout[-2000:] + done.stderr[-2000:])
+    files = len(list((ROOT / "scenarios").rglob("*.yaml")))
+    return {"cli_library_s": round(min(times), 3), "cli_library_files": files}
+
+
+def _pytest(folder: Path, *args: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(done.stdout[-3000:])
+    return elapsed
+
+
+def part_plugin(quick: bool) -> dict[str, Any]:
+    from openprogram_sim.scenario import check_outcome, load_scenario, run_scenario
+
+    size = 300 if quick else LIBRARY_SIZE
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        (base / "scen").mkdir()
+        files = _library(base / "scen" / "scenarios", size)
+        (base / "trivial").mkdir()
+        (base / "trivial" / "test_trivial.py").write_text(
+            f"import pytest\n\n@pytest.mark.parametrize('i', range({size}))\n"
+            "def test_item(i):\n    assert i >= 0\n"
+        )
+        start = time.perf_counter()
+        for path in files:  # the scenarios' own in-process cost, to take out
+            check_outcome(run_scenario(load_scenario(path)))
+        own = (time.perf_counter() - start) / size
+        runs = 2 if quick else 3
+        scen = min(_pytest(base / "scen", "--openprogram-scenarios") for _ in range(runs))
+        trivial = min(_pytest(base / "trivial") for _ in range(runs))
+    per_scenario = scen / size
+    per_trivial = trivial / size
+    return {
+        "plugin_overhead_ms_per_item": round((per_scenario - per_trivial - own) * 1000, 3),
+        "plugin_scenario_item_ms": round(per_scenario * 1000, 3),
+        "plugin_trivial_item_ms": round(per_trivial * 1000, 3),
+    }
+
+
+def part_fuzz(quick: bool) -> dict[str, Any]:
+    from openprogram_sim.fuzz import run_campaign
+
+    examples = 500 if quick else 3000
+    run_campaign(100, seed=1, workers=1, regressions=None)  # warm-up
+    best = 0.0
+    for seed in (2, 3) if quick else (2, 3, 4):
+        result = run_campaign(examples, seed=seed, workers=1, regressions=None)
+        if result.failure is not None:
+            raise SystemExit(f"the fuzz campaign found a violation: {result.failure.violations}")
+        best = max(best, result.runs_per_second)
+    return {"fuzz_examples_per_s": round(best)}
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def part_rss(quick: bool) -> dict[str, Any]:
+    import gc
+
+    from openprogram_sim.scenario import parse_scenario, run_scenario
+
+    turns = "\n".join("  - tool_calls: [{add: {a: 1, b: 2}}]" for _ in range(49))
+    text = (
+        "scenario: fifty rounds\n"
+        "tools:\n  add: {returns: 3}\n"
+        "exec: {content: go, tools: [add]}\n"
+        f"model:\n{turns}\n  - text: done\n"
+    )
+    scenario = parse_scenario(text, "fifty.yaml")
+    for _ in range(100):
+        assert run_scenario(scenario).rounds == 50
+    gc.collect()
+    after_100 = _rss_kb()
+    for _ in range(300 if quick else 900):
+        run_scenario(scenario)
+    gc.collect()
+    after_1000 = _rss_kb()
+    return {
+        "rss_growth_pct": round((after_1000 - after_100) / after_100 * 100, 2),
+        "rss_after_100_kb": after_100,
+        "rss_after_1000_kb": after_1000,
+    }
+
+
+def _script(path: Path, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(path), *args], cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stdout[-2000:] + done.stderr[-2000:])
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def part_serve(quick: bool) -> dict[str, Any]:
+    data = _script(BENCH / "serve_throughput.py", "--runs", "1" if quick else "3")
+    rps = data["rps"]
+    return {
+        "serve_streamed_rps_1": rps["wire/1"],
+        "serve_streamed_rps_10": rps["wire/10"],
+        "serve_floor_rps_1": rps["hello/1"],
+        "serve_floor_rps_10": rps["hello/10"],
+    }
+
+
+def part_cassette(quick: bool) -> dict[str, Any]:
+    script = BENCH / "cassette_replay.py"
+    if not script.exists():
+        return {}
+    data = _script(script, *(["--quick"] if quick else []))
+    return {f"cassette_{k}": v for k, v in data.items() if k not in ("bench", "python", "cpus")}
+
+
+PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
+    "loop": part_loop,
+    "scenarios": part_scenarios,
+    "cli": part_cli,
+    "plugin": part_plugin,
+    "fuzz": part_fuzz,
+    "rss": part_rss,
+    "serve": part_serve,
+    "cassette": part_cassette,
+}
+
+
+# --------------------------------------------------------------------------- report
+
+GOALS = {
+    "scenarios_per_s": ("≥ 1,000", lambda v: v >= 1000),
+    "cli_library_s": ("< 1 s", lambda v: v < 1),
+    "plugin_overhead_ms_per_item": ("< 1 ms", lambda v: v < 1),
+    "fuzz_examples_per_s": ("≥ 1,000", lambda v: v >= 1000),
+    "rss_growth_pct": ("< 10 %", lambda v: v < 10),
+}
+
+
+def _part_in_subprocess(name: str, quick: bool) -> dict[str, Any]:
+    args = [sys.executable, __file__, "--part", name, *(["--quick"] if quick else [])]
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"part {name} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}", file=sys.stderr)
+        return {}
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="end with one JSON object")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    parser.add_argument("--part", choices=list(PARTS), help=argparse.SUPPRESS)
+    parser.add_argument("--only", action="append", choices=list(PARTS), help="run these parts")
+    args = parser.parse_args()
+    if args.part:
+        print(json.dumps(PARTS[args.part](args.quick)))
+        return
+    rows: dict[str, Any] = {}
+    for name in args.only or PARTS:
+        rows.update(_part_in_subprocess(name, args.quick))
+    rows["commit"] = _commit()
+    rows["python"] = platform.python_version()
+    rows["cpus"] = os.cpu_count()
+    rows["load_average"] = round(os.getloadavg()[0], 2)
+    print(f"openprogram benchmarks, commit {rows['commit']}, Python {rows['python']}, "
+          f"{rows['cpus']} cpus, load average {rows['load_average']}")  # fmt: skip
+    for key, value in rows.items():
+        if key in ("commit", "python", "cpus", "load_average"):
+            continue
+        goal, ok = GOALS.get(key, ("", None))
+        verdict = "" if ok is None or value is None else ("met" if ok(value) else "NOT met")
+        shown = "null" if value is None else f"{value:,}" if isinstance(value, int) else value
+        print(f"  {key:<34} {shown!s:>12}   {goal:<10} {verdict}")
+    if args.json:
+        print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()
