@@ -108,17 +108,17 @@ class _State:
         self.config = config
         self.roots: list[Path] = []
         self.collected: set[Path] = set()
+        self.base = config.invocation_params.dir.resolve()
+        self.tags: set[str] = set()
+        """Scenario tags already registered as markers."""
         """Scenario files already collected, resolved: a folder reached again through a
         link (a link loop) does not collect its files twice."""
         self.records: dict[str, dict[str, Any]] = {}
         self.started = time.perf_counter()
         self.written: Path | None = None
 
-    def owns(self, path: Path) -> bool:
-        try:
-            resolved = path.resolve()
-        except (OSError, RuntimeError):  # a link that loops is not a scenario file
-            return False
+    def owns(self, resolved: Path) -> bool:
+        """Whether ``resolved`` (a resolved path) is under one of the scenario roots."""
         return any(resolved == r or r in resolved.parents for r in self.roots)
 
 
@@ -161,10 +161,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     state = parent.config.stash.get(_STATE, None)
     if state is None or not state.roots or file_path.suffix not in _SUFFIXES:
         return None
-    if not state.owns(file_path):
+    try:
+        real = file_path.resolve()
+    except (OSError, RuntimeError):  # a link that loops is not a scenario file
         return None
-    real = file_path.resolve()
-    if real in state.collected:
+    if real in state.collected or not state.owns(real):
         return None
     state.collected.add(real)
     file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
@@ -200,15 +201,22 @@ class ScenarioFile(pytest.File):
 def _register_marker(config: pytest.Config, tag: str) -> None:
     # Tags are only known once a file is read; registering each before it is applied is
     # what lets --strict-markers accept them (pytest re-reads the marker list on lookup).
+    state = config.stash.get(_STATE, None)
+    if state is not None and tag in state.tags:
+        return
     known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
     if tag not in known:
         config.addinivalue_line("markers", f"{tag}: scenario tag")
+    if state is not None:
+        state.tags.add(tag)
 
 
 def _display_path(config: pytest.Config, path: Path) -> str:
     """``path`` as the user typed it: relative to where pytest was started, when below it."""
+    state = config.stash.get(_STATE, None)
+    base = state.base if state is not None else config.invocation_params.dir.resolve()
     try:
-        return path.resolve().relative_to(config.invocation_params.dir.resolve()).as_posix()
+        return path.resolve().relative_to(base).as_posix()
     except (ValueError, OSError, RuntimeError):
         return str(path)
 

@@ -11,8 +11,9 @@ from the same parse as the data. Scenario files are treated as hostile input:
 - **nesting**: deeper than :data:`MAX_DEPTH` levels is refused (no ``RecursionError``);
 - **duplicate keys** are mistakes naming both lines (YAML loaders keep the last silently).
 
-The line map walks the node tree along a key path on demand: lines are keyed by node, and
-nothing is precomputed per path (shared aliases would make that exponential).
+The line map records the line of every key and value by key path while the data is built
+from the nodes (the same parse); the node tree is then let go. Aliases are measured first,
+so the paths recorded are bounded by :data:`MAX_VALUES`.
 """
 
 from __future__ import annotations
@@ -175,13 +176,16 @@ def _check_limits(node: yaml.Node, size: int, height: int) -> None:
 
 
 class _Builder:
-    """Python data from a measured node tree (aliases expanded: the data is a tree)."""
+    """Python data from a measured node tree (aliases expanded: the data is a tree), with
+    the line of every key and value by key path, so the node tree can be let go."""
 
     def __init__(self) -> None:
         self.constructor = yaml.SafeLoader("")
         self.duplicates: list[tuple[tuple[Any, ...], int, int]] = []
         self.path: list[Any] = []
-        """The key path of the node being built (a tuple is made only for a duplicate)."""
+        """The key path of the node being built."""
+        self.keys: dict[tuple[Any, ...], int] = {}
+        self.values: dict[tuple[Any, ...], int] = {(): 1}
 
     def build(self, node: yaml.Node) -> Any:
         if type(node) is yaml.ScalarNode:
@@ -191,8 +195,10 @@ class _Builder:
             _check_limits(node, 1, MAX_DEPTH + 1)
         if type(node) is yaml.SequenceNode:
             items = []
+            values = self.values
             for i, item in enumerate(node.value):
                 path.append(i)
+                values[tuple(path)] = item.start_mark.line + 1
                 items.append(self.build(item))
                 path.pop()
             return items
@@ -201,15 +207,19 @@ class _Builder:
     def _mapping(self, node: yaml.Node) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         path = self.path
+        keys, values = self.keys, self.values
         for key_node, value_node in node.value:
             key = self.build(key_node)
             if isinstance(key, (dict, list)):
                 raise YamlProblem(key_node.start_mark.line + 1, "a mapping or list cannot be a key")
+            line = key_node.start_mark.line + 1
             if key in out:
                 first = next(k for k, _ in node.value if self.build(k) == key)
-                line = key_node.start_mark.line + 1
                 self.duplicates.append(((*path, key), first.start_mark.line + 1, line))
             path.append(key)
+            where = tuple(path)
+            keys[where] = line
+            values[where] = value_node.start_mark.line + 1
             out[key] = self.build(value_node)
             path.pop()
         return out
@@ -236,64 +246,42 @@ def read_yaml(text: str) -> YamlDocument:
     """Parse ``text`` once: the data, its line map and the keys given twice."""
     root = _compose(text)
     if root is None:
-        return YamlDocument(None, LineMap(None))
+        return YamlDocument(None, LineMap({}, {}))
     if "&" in text:  # anchors: aliases and merge keys are possible (none without an anchor)
         _flatten_merges(root)
         _measure(root)
     builder = _Builder()
+    builder.values[()] = root.start_mark.line + 1
     data = builder.build(root)
-    return YamlDocument(data, LineMap(root), builder.duplicates)
+    return YamlDocument(data, LineMap(builder.keys, builder.values), builder.duplicates)
 
 
 class LineMap:
-    """Line numbers of keys and values, found by walking the node tree along a key path."""
+    """Line numbers of keys and values by key path, recorded while the data was built (from
+    the same parse); a path that does not exist falls back to its nearest existing prefix."""
 
-    def __init__(self, root: yaml.Node | None) -> None:
-        self.root = root
+    __slots__ = ("keys", "values")
 
-    def _walk(self, path: tuple[Any, ...]) -> list[tuple[int | None, int]]:
-        """``(key line, value line)`` of each prefix of ``path`` that exists."""
-        assert self.root is not None
-        node = self.root
-        found: list[tuple[int | None, int]] = [(None, node.start_mark.line + 1)]
-        for part in path:
-            nxt = _step(node, part)
-            if nxt is None:
-                break
-            key_node, node = nxt
-            key_line = key_node.start_mark.line + 1 if key_node is not None else None
-            found.append((key_line, node.start_mark.line + 1))
-        return found
+    def __init__(self, keys: dict[tuple[Any, ...], int], values: dict[tuple[Any, ...], int]):
+        self.keys = keys
+        self.values = values
 
     def line(self, path: tuple[Any, ...], *, key: bool = True) -> int | None:
         """The line of the key at ``path`` (or of its value, for list items and when
         ``key=False``), else of the nearest enclosing node."""
-        if self.root is None:
+        if not self.values:
             return None
-        found = self._walk(path)
-        key_line, value_line = found[-1]
-        if len(found) == 1:
-            return value_line
-        if key:
-            return key_line or value_line
-        return value_line
+        while path:
+            for where in (path, _as_text(path)):
+                first, second = (self.keys, self.values) if key else (self.values, self.keys)
+                found = first.get(where) or second.get(where)
+                if found is not None:
+                    return found
+            path = path[:-1]
+        return self.values.get(())
 
 
-def _step(node: yaml.Node, part: Any) -> tuple[yaml.Node | None, yaml.Node] | None:
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in reversed(node.value):  # the last of duplicates wins
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
-                return key_node, value_node
-        if isinstance(part, bool):
-            spelled = ("true", "True", "TRUE", "yes", "on") if part else ("false", "no", "off")
-            for key_node, value_node in reversed(node.value):
-                if isinstance(key_node, yaml.ScalarNode) and key_node.value in spelled:
-                    return key_node, value_node
-        return None
-    if (
-        isinstance(node, yaml.SequenceNode)
-        and isinstance(part, int)
-        and 0 <= part < len(node.value)
-    ):
-        return None, node.value[part]
-    return None
+def _as_text(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``path`` with mapping keys as YAML wrote them (a key ``1:`` or ``true:`` is the text
+    a validation error quotes)."""
+    return tuple(p if isinstance(p, int) and not isinstance(p, bool) else str(p) for p in path)
