@@ -13,7 +13,7 @@ import asyncio
 import string
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,15 +77,15 @@ class RunOutcome:
     """When the run did not end within the scenario's ``timeout``: how many trace entries
     there were then (the run was aborted at that point)."""
     extras: dict[str, Any] = field(default_factory=dict)
-    _requests: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
+    _requests: _Requests | None = field(default=None, repr=False, compare=False)
 
     @property
-    def requests(self) -> list[dict[str, Any]]:
+    def requests(self) -> Sequence[dict[str, Any]]:
         """What the model was sent on each call, as plain fields (:func:`request_to_dict`),
-        in call order; converted on first use (a long run's history makes it costly, and most
-        checks never read it)."""
+        in call order; each converted when first read (a long run's history makes the
+        conversion costly, and a check usually reads a few calls, if any)."""
         if self._requests is None:
-            self._requests = [request_to_dict(r) for r in self.recorded]
+            self._requests = _Requests(self.recorded)
         return self._requests
 
     @property
@@ -98,6 +98,36 @@ class RunOutcome:
         if self.error is None:
             return None
         return f"{type(self.error).__name__}: {self.error}"
+
+
+class _Requests(Sequence[dict[str, Any]]):
+    """Recorded requests as :func:`request_to_dict` fields, converted one by one on access."""
+
+    __slots__ = ("_done", "_recorded")
+
+    def __init__(self, recorded: list[ScriptedRequest]) -> None:
+        self._recorded = recorded
+        self._done: dict[int, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._recorded)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = range(len(self))[index]
+        done = self._done.get(i)
+        if done is None:
+            done = self._done[i] = request_to_dict(self._recorded[i])
+        return done
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 def request_to_dict(request: ScriptedRequest) -> dict[str, Any]:
