@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openprogram.errors import OpenProgramError
+from openprogram_sim.coverage._cli import RunCoverage
+from openprogram_sim.coverage._cli import add_arguments as add_coverage_arguments
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.scenario import Verdict, check_outcome, discover, load_scenario, run_scenario
 
@@ -93,12 +95,14 @@ def run_paths(
     tags: Sequence[str] = (),
     pythonpath: Sequence[str] = (),
     provider: Callable[[], Any] | None = None,
+    before_each: Callable[[Path], None] | None = None,
 ) -> list[ScenarioResult]:
     """Load and run every scenario under ``paths``; ``keyword`` keeps those whose title or
     path contains it, ``tags`` those with any of the tags given (``"not TAG"`` drops those
     with TAG); ``pythonpath`` adds folders the scenarios' own Python is imported from;
-    ``provider`` makes the model for each run (default: the scenario's scripted turns).
-    Files that do not load are always reported."""
+    ``provider`` makes the model for each run (default: the scenario's scripted turns);
+    ``before_each`` is called with each file just before it runs (``--coverage-source``
+    switches its coverage context there). Files that do not load are always reported."""
     files = discover(list(paths))
     base = Path.cwd().resolve()
     results: list[ScenarioResult] = []
@@ -114,6 +118,8 @@ def run_paths(
         if not _tagged(scenario.tags, tags):
             continue
         model = provider() if provider is not None else None
+        if before_each is not None:
+            before_each(file)
         results.append(ScenarioResult(file, verdict=check_outcome(run_scenario(scenario, model))))
         progress.update(i + 1)
     progress.close()
@@ -182,35 +188,52 @@ def command(args: argparse.Namespace) -> int:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
     try:
+        coverage = RunCoverage.from_args(args)
+        if coverage is not None:
+            coverage.start()
+    except ValueError as exc:
+        print(f"openprogram-sim: {exc}", file=sys.stderr)
+        return 2
+    try:
         results = run_paths(
             args.paths or ["scenarios"],
             keyword=args.keyword,
             tags=args.tags,
             pythonpath=args.pythonpath,
             provider=provider,
+            before_each=coverage.before_each if coverage is not None else None,
         )
     except ScenarioError as exc:
+        if coverage is not None:
+            coverage.measure([])  # stops coverage.py
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
     elapsed = time.perf_counter() - start
+    behaviours = coverage.measure(results) if coverage is not None else None
     if args.json:
         summary = {
             s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")
         }
         payload = {"summary": {**summary, "total": len(results), "duration_s": elapsed},
                    "scenarios": [r.to_json() for r in results]}  # fmt: skip
+        if coverage is not None:
+            payload.update(coverage.json(behaviours))
         json.dump(payload, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         _print_text(results, elapsed, sys.stdout)
+    floor = 0
+    if coverage is not None:
+        floor = coverage.finish(behaviours, results, text=not args.json, out=sys.stdout)
     if args.report:
-        _write_report(results, args.report, elapsed)
+        tools = coverage.tools if coverage is not None and coverage.code is not None else None
+        _write_report(results, args.report, elapsed, tool_code=tools)
     if not results:
         print("openprogram-sim: no scenario files found", file=sys.stderr)
         return 2
     if any(r.status == "error" for r in results):
         return 2
-    return 0 if all(r.status == "passed" for r in results) else 1
+    return 0 if all(r.status == "passed" for r in results) and not floor else 1
 
 
 def _provider(model: str | None, base_url: str | None) -> Callable[[], Any] | None:
@@ -226,7 +249,9 @@ def _provider(model: str | None, base_url: str | None) -> Callable[[], Any] | No
     return lambda: get_provider(model, **options)
 
 
-def _write_report(results: list[ScenarioResult], target: str, elapsed: float) -> None:
+def _write_report(
+    results: list[ScenarioResult], target: str, elapsed: float, tool_code: Any = None
+) -> None:
     from openprogram_sim.report import invalid_record, scenario_record, write_report
 
     base = Path.cwd().resolve()
@@ -237,7 +262,9 @@ def _write_report(results: list[ScenarioResult], target: str, elapsed: float) ->
             records.append(invalid_record(result.load_error, id=path, path=path))
         elif result.verdict is not None:
             records.append(scenario_record(result.verdict, id=path, path=path))
-    written = write_report(target, records, source="openprogram-sim run", wall_time=elapsed)
+    written = write_report(
+        target, records, source="openprogram-sim run", wall_time=elapsed, tool_code=tool_code
+    )
     print(f"openprogram-sim: report written to {written}", file=sys.stderr)
 
 
@@ -275,4 +302,5 @@ def add_parser(sub: Any) -> None:
         metavar="URL",
         help="the adapter's base URL (e.g. an `openprogram-sim serve` of the same scenario)",
     )
+    add_coverage_arguments(run)
     run.set_defaults(func=command)
