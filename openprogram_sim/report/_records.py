@@ -6,7 +6,9 @@ Records are what the report renders and what pytest-xdist workers ship to the co
     id, kind ("scenario" | "invalid" | "python"), title, path, description, tags,
     status ("passed" | "failed" | "error" | "skipped"), duration (seconds),
     props (see :func:`trace_properties`), failure (the diff text), issues (load errors),
-    result, error, runs: [{label, trace, numbers, usage, steering, follow_ups, timeline}]
+    result, error, runs: [{label, trace, numbers, usage, steering, follow_ups, timeline}],
+    and for a scenario run behaviours: {exercised: [ids], asserted: [ids]} (the loop
+    behaviours of :mod:`openprogram_sim.coverage` it exercised and those its expect: asserts)
 
 A run's ``trace`` is the trace without ``message_start``/``message_update`` entries (the
 ``message_end`` carries the same fields), which keeps large suites small; ``numbers`` gives
@@ -163,7 +165,15 @@ def scenario_record(verdict: Verdict, *, id: str, path: str) -> dict[str, Any]:
         "result": plain(result) if result is not None else None,
         "error": outcome.error_text,
         "runs": [_scenario_run(scenario, verdict)],
+        "behaviours": _behaviours(verdict),
     }
+
+
+def _behaviours(verdict: Verdict) -> dict[str, list[str]]:
+    """The behaviours of the catalogue a scenario run exercised and asserted (JSON-safe)."""
+    from openprogram_sim.coverage import behaviours_of
+
+    return behaviours_of(verdict.outcome).to_json()
 
 
 def invalid_record(error: ScenarioError, *, id: str, path: str) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from openprogram_sim.report._coverage import behaviour_view, tool_view
+
 __all__ = ["embed_json", "render_report", "write_report"]
 
 STATUSES = ("passed", "failed", "error", "skipped")
@@ -110,12 +112,17 @@ def render_report(
     title: str = "openprogram report",
     source: str = "",
     wall_time: float | None = None,
+    tool_code: list[dict[str, Any]] | None = None,
 ) -> str:
     """The HTML page for ``records``: failed, then error, skipped and passed rows, each
-    group sorted by id."""
+    group sorted by id; with the behaviour coverage of the scenario rows, and
+    ``tool_code`` (:func:`openprogram_sim.coverage.tool_code`) when the user's code was
+    measured."""
     rows = sorted(records, key=_row_key)
     template = _environment().get_template("report.html.j2")
     return template.render(
+        coverage=behaviour_view(rows),
+        tools=tool_view(tool_code, rows),
         stats=_stats,
         details=[{k: r.get(k) for k in _DETAIL_KEYS} for r in rows],
         title=title,

@@ -352,8 +352,81 @@
     rows.forEach(function (row) { row.open = false; });
   });
 
+  // ------------------------------------------------------------------ behaviour matrix
+
+  // Scenarios as rows, behaviours as columns: ● the scenario asserts it, ○ it only
+  // exercises it. Drawn from its own JSON blob when the matrix is first opened.
+  function drawMatrix(box) {
+    if (box.dataset.built) return box.firstChild;
+    box.dataset.built = "1";
+    var blob = document.getElementById("op-matrix");
+    var data = blob ? JSON.parse(blob.textContent) : { behaviours: [], rows: [] };
+    var used = {};
+    data.rows.forEach(function (r) { r[2].forEach(function (k) { used[k] = true; }); });
+    var table = el("table", "matrix");
+    var head = el("tr");
+    add(head, el("th", "s", "scenario"));
+    data.behaviours.forEach(function (id, k) {
+      var th = el("th", "b" + (used[k] ? "" : " missing"));
+      var link = el("a", null, id);
+      link.href = "#b-" + id;
+      th.dataset.behaviour = id;
+      add(th, add(el("div"), link));
+      add(head, th);
+    });
+    add(table, add(el("thead"), head));
+    var body = el("tbody");
+    data.rows.forEach(function (r) {
+      var tr = el("tr");
+      tr.dataset.row = r[0];
+      var link = el("a", null, r[1]);
+      link.href = "#t" + r[0];
+      link.dataset.goto = "t" + r[0];
+      add(tr, add(el("td", "s"), link));
+      var exercised = {}, asserted = {};
+      r[2].forEach(function (k) { exercised[k] = true; });
+      r[3].forEach(function (k) { asserted[k] = true; });
+      data.behaviours.forEach(function (id, k) {
+        var kind = asserted[k] ? "a" : exercised[k] ? "e" : "";
+        var td = el("td", kind, asserted[k] ? "●" : exercised[k] ? "○" : "");
+        if (kind) td.title = id + " · " + r[1] + (kind === "a" ? ": asserted" : ": exercised, unasserted");
+        td.dataset.behaviour = id;
+        add(tr, td);
+      });
+      add(body, tr);
+    });
+    add(table, body);
+    add(box, table);
+    return table;
+  }
+
+  var matrix = document.getElementById("matrix");
+  if (matrix) matrix.addEventListener("toggle", function () {
+    if (matrix.open) drawMatrix(matrix.querySelector(".matrix-box"));
+  });
+
+  // "+N more": open the matrix with the scenarios exercising that behaviour marked.
+  document.addEventListener("click", function (event) {
+    var more = event.target.closest ? event.target.closest("a[data-matrix]") : null;
+    if (!more || !matrix) return;
+    event.preventDefault();
+    matrix.open = true;
+    var table = drawMatrix(matrix.querySelector(".matrix-box"));
+    var first = null;
+    Array.prototype.forEach.call(table.querySelectorAll("tbody tr"), function (tr) {
+      var cell = tr.querySelector('td[data-behaviour="' + more.dataset.matrix + '"]');
+      var on = cell && cell.className !== "";
+      tr.classList.toggle("sel", !!on);
+      if (on && !first) first = tr;
+    });
+    if (first) first.scrollIntoView({ block: "center" });
+  });
+
   // A link to #t12 opens that row.
   var target = byId(location.hash.slice(1));
   if (target && target.tagName === "DETAILS") target.open = true;
-  window.openprogramReport = { rows: rows, render: renderBody, show: showNumber };
+  window.openprogramReport = {
+    rows: rows, render: renderBody, show: showNumber,
+    matrix: function () { return matrix ? drawMatrix(matrix.querySelector(".matrix-box")) : null; }
+  };
 })();

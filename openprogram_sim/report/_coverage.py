@@ -1,0 +1,101 @@
+"""The report's behaviour coverage: the catalogue's table with links to the scenarios that
+exercise each behaviour, the behaviours-by-scenarios matrix the page draws on demand, and
+the user's tool code (``--coverage-source``) line by line.
+
+Built from the records alone (each scenario record carries its ``behaviours``), so a
+report merged from pytest-xdist workers shows the same coverage as a single process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["LINKS_SHOWN", "behaviour_view", "tool_view"]
+
+LINKS_SHOWN = 8
+"""Scenario links shown per behaviour in the table (the matrix has every one)."""
+
+
+def behaviour_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The table and the matrix for the report's rows (in page order: a scenario's row is
+    ``t{index}``); None when no row carries behaviours."""
+    from openprogram_sim.coverage import CATALOGUE, BehaviourCoverage
+
+    scenarios = [
+        (i, r) for i, r in enumerate(rows) if r.get("kind") == "scenario" and r.get("behaviours")
+    ]
+    if not scenarios:
+        return None
+    coverage = BehaviourCoverage.from_records(r for _, r in scenarios)
+    index = {b.id: k for k, b in enumerate(CATALOGUE)}
+    table = []
+    for b in CATALOGUE:
+        asserted = set()
+        links = []
+        for i, r in scenarios:
+            found = r["behaviours"]
+            if b.id not in found.get("exercised", ()):
+                continue
+            sure = b.id in found.get("asserted", ())
+            if sure:
+                asserted.add(i)
+            links.append({"row": i, "title": r.get("title") or r["id"], "asserted": sure})
+        links.sort(key=lambda link: not link["asserted"])  # asserting scenarios first
+        table.append(
+            {
+                "id": b.id,
+                "group": b.group,
+                "title": b.title,
+                "quote": f'{b.source}: "{b.quote}"',
+                "asserted_by": b.asserted,
+                "status": coverage.status(b.id),
+                "exercised": len(links),
+                "asserted": len(asserted),
+                "links": links[:LINKS_SHOWN],
+                "more": max(0, len(links) - LINKS_SHOWN),
+            }
+        )
+    matrix = {
+        "behaviours": [b.id for b in CATALOGUE],
+        "rows": [
+            [
+                i,
+                r.get("title") or r["id"],
+                [index[b] for b in r["behaviours"].get("exercised", ()) if b in index],
+                [index[b] for b in r["behaviours"].get("asserted", ()) if b in index],
+            ]
+            for i, r in scenarios
+        ],
+    }
+    return {
+        "total": len(CATALOGUE),
+        "exercised": sum(1 for b in CATALOGUE if coverage.exercised.get(b.id)),
+        "asserted": sum(1 for b in CATALOGUE if coverage.asserted.get(b.id)),
+        "percent": coverage.percent,
+        "scenarios": len(scenarios),
+        "table": table,
+        "matrix": matrix,
+    }
+
+
+def tool_view(
+    tools: Sequence[Mapping[str, Any]] | None, rows: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]] | None:
+    """The tool code section: each tool as ``tool_code`` gives it, each line's scenarios as
+    ``(row index, path)`` links (a context that is no row stays text)."""
+    if tools is None:
+        return None
+    by_path: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        for key in ("path", "id"):
+            if r.get(key):
+                by_path.setdefault(str(r[key]), i)
+    out = []
+    for tool in tools:
+        lines = [
+            {**line, "links": [(by_path.get(s), s) for s in line.get("scenarios", ())]}
+            for line in tool.get("source", ())
+        ]
+        out.append({**tool, "source": lines})
+    return out
