@@ -5,6 +5,13 @@ Options (group ``openprogram``)::
     --openprogram-scenarios [PATHS]   collect every scenario file under PATHS (default:
                                       scenarios/) as a test item; tags become markers
     --openprogram-report PATH         write one self-contained HTML report
+    --openprogram-coverage            print which loop behaviours the scenarios exercise
+                                      and assert (the catalogue: docs/coverage.md)
+    --openprogram-coverage-json PATH  write that coverage as JSON
+    --openprogram-coverage-fail-under N, --openprogram-coverage-require ID,...
+                                      fail the session below a floor of behaviours
+    --openprogram-coverage-source PKG measure your tool code with coverage.py, one
+                                      context per scenario (--openprogram-coverage-data)
 
 Each scenario file is one item (``path/to/file.yaml::<title>``); a failing one shows the
 verdict's diff, an invalid one its ``file:line`` errors. Scenario items carry JUnit
@@ -75,6 +82,7 @@ REPORT_ATTR = "openprogram"
 _STATE = pytest.StashKey["_State"]()
 _RECORD = pytest.StashKey["_TestRecord"]()
 _COLLECTOR = pytest.StashKey["_Collector"]()
+_COVERAGE = pytest.StashKey[Any]()
 _SUFFIXES = (".yaml", ".yml")
 
 
@@ -99,6 +107,68 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write a self-contained HTML report of scenarios and traced tests to PATH",
     )
+    _add_coverage_options(group)
+
+
+def _add_coverage_options(group: Any) -> None:
+    group.addoption(
+        "--openprogram-coverage",
+        dest="openprogram_coverage",
+        action="store_true",
+        default=False,
+        help="print which behaviours of the loop the scenarios exercise and assert",
+    )
+    group.addoption(
+        "--openprogram-coverage-json",
+        dest="openprogram_coverage_json",
+        metavar="PATH",
+        default=None,
+        help="write the behaviour coverage as JSON to PATH",
+    )
+    group.addoption(
+        "--openprogram-coverage-fail-under",
+        dest="openprogram_coverage_fail_under",
+        type=float,
+        metavar="N",
+        default=None,
+        help="fail the session when fewer than N per cent of the behaviours are exercised",
+    )
+    group.addoption(
+        "--openprogram-coverage-require",
+        dest="openprogram_coverage_require",
+        action="append",
+        metavar="ID,...",
+        default=[],
+        help="fail the session when one of these behaviours is not exercised (repeatable)",
+    )
+    group.addoption(
+        "--openprogram-coverage-source",
+        dest="openprogram_coverage_source",
+        action="append",
+        metavar="PKG",
+        default=[],
+        help="measure your tool code with coverage.py, one context per scenario (repeatable)",
+    )
+    group.addoption(
+        "--openprogram-coverage-data",
+        dest="openprogram_coverage_data",
+        metavar="PATH",
+        default=".coverage",
+        help="the coverage.py data file --openprogram-coverage-source writes",
+    )
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value is not False and value != []
+
+
+_COVERAGE_OPTIONS = (
+    "openprogram_coverage",
+    "openprogram_coverage_json",
+    "openprogram_coverage_fail_under",
+    "openprogram_coverage_require",
+    "openprogram_coverage_source",
+)
 
 
 class _State:
@@ -134,6 +204,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "openprogram_scenario: a test item collected from a scenario file"
     )
+    if any(_given(config.getoption(name, None)) for name in _COVERAGE_OPTIONS):
+        from openprogram_sim.coverage._pytest import CoverageHooks
+
+        hooks = config.stash[_COVERAGE] = CoverageHooks(config)
+        config.pluginmanager.register(hooks, "openprogram-coverage")
+        hooks.start()
     paths = config.getoption("openprogram_scenarios", None)
     if paths is None:
         return
@@ -324,7 +400,6 @@ def pytest_runtest_makereport(
     return report
 
 
-
 def _record_for(item: pytest.Item, report: pytest.TestReport) -> dict[str, Any] | None:
     if isinstance(item, InvalidScenarioItem):
         if report.when != "call":
@@ -422,17 +497,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     collector = config.stash.get(_COLLECTOR, None)
     if collector is not None:
         config.pluginmanager.unregister(collector)
+    coverage = config.stash.get(_COVERAGE, None)
+    if coverage is not None:
+        config.pluginmanager.unregister(coverage)
 
 
 def _write(config: pytest.Config, state: _State, target: str) -> Path:
     from openprogram_sim.report import write_report
 
     path = config.invocation_params.dir / target
+    coverage = config.stash.get(_COVERAGE, None)
     return write_report(
         path,
         state.records.values(),
         source="pytest",
         wall_time=time.perf_counter() - state.started,
+        tool_code=coverage.tool_code if coverage is not None else None,
     )
 
 
