@@ -13,8 +13,17 @@ from typing import Any
 
 __all__ = ["LINKS_SHOWN", "behaviour_view", "tool_view"]
 
-LINKS_SHOWN = 8
+LINKS_SHOWN = 6
 """Scenario links shown per behaviour in the table (the matrix has every one)."""
+
+
+def _short(record: Mapping[str, Any]) -> str:
+    """A scenario's path as a link shows it: without ``scenarios/`` and the suffix."""
+    path = str(record.get("path") or record["id"])
+    path = path.removeprefix("scenarios/")
+    for suffix in (".yaml", ".yml"):
+        path = path.removesuffix(suffix)
+    return path
 
 
 def behaviour_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -40,7 +49,9 @@ def behaviour_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
             sure = b.id in found.get("asserted", ())
             if sure:
                 asserted.add(i)
-            links.append({"row": i, "title": r.get("title") or r["id"], "asserted": sure})
+            links.append(
+                {"row": i, "label": _short(r), "title": r.get("title") or r["id"], "asserted": sure}
+            )
         links.sort(key=lambda link: not link["asserted"])  # asserting scenarios first
         table.append(
             {
@@ -61,6 +72,7 @@ def behaviour_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         "rows": [
             [
                 i,
+                _short(r),
                 r.get("title") or r["id"],
                 [index[b] for b in r["behaviours"].get("exercised", ()) if b in index],
                 [index[b] for b in r["behaviours"].get("asserted", ()) if b in index],
@@ -83,7 +95,7 @@ def tool_view(
     tools: Sequence[Mapping[str, Any]] | None, rows: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]] | None:
     """The tool code section: each tool as ``tool_code`` gives it, each line's scenarios as
-    ``(row index, path)`` links (a context that is no row stays text)."""
+    ``(row index, label, path)`` links (a context that is no row stays text)."""
     if tools is None:
         return None
     by_path: dict[str, int] = {}
@@ -94,7 +106,7 @@ def tool_view(
     out = []
     for tool in tools:
         lines = [
-            {**line, "links": [(by_path.get(s), s) for s in line.get("scenarios", ())]}
+            {**line, "links": [(by_path.get(s), _short({"id": s}), s) for s in line["scenarios"]]}
             for line in tool.get("source", ())
         ]
         out.append({**tool, "source": lines})

@@ -85,9 +85,12 @@ def test_the_matrix_blob_names_rows_by_their_page_position() -> None:
     parsed.feed(page)
     assert matrix["behaviours"] == [b.id for b in CATALOGUE]
     assert len(matrix["rows"]) == 4  # the invalid file has no behaviours
-    for index, title, exercised, asserted in matrix["rows"]:
+    for index, label, title, exercised, asserted in matrix["rows"]:
         record = next(r for r in records if r["id"] == parsed.rows[f"t{index}"])
-        assert title == record["title"]
+        assert (label, title) == (
+            record["path"][len("scenarios/") : -len(".yaml")],
+            record["title"],
+        )
         assert [CATALOGUE[k].id for k in exercised] == record["behaviours"]["exercised"]
         assert set(asserted) <= set(exercised)
 
@@ -116,8 +119,10 @@ def test_tool_code_lines_link_to_the_scenarios_that_ran_them() -> None:
     section = page[page.index('<details id="tool-code"') :]
     assert "lines <b>1/2</b> (50%)" in section
     assert '<tr class="run"><td class="ln">4</td>' in section
-    assert '<a href="#t0" data-goto="t0">scenarios/basics/one_pick.yaml</a>' in section
-    assert "<span>tests/test_x.py::test_y</span>" in section  # a context that is no row
+    link = '<a href="#t0" data-goto="t0" title="scenarios/basics/one_pick.yaml">basics/one_pick</a>'
+    assert link in section
+    no_row = '<span title="tests/test_x.py::test_y">tests/test_x.py::test_y</span>'
+    assert no_row in section  # a context that is no row stays text
     assert '<tr class="missed"><td class="ln">5</td>' in section
 
 

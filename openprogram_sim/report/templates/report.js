@@ -362,7 +362,8 @@
     var blob = document.getElementById("op-matrix");
     var data = blob ? JSON.parse(blob.textContent) : { behaviours: [], rows: [] };
     var used = {};
-    data.rows.forEach(function (r) { r[2].forEach(function (k) { used[k] = true; }); });
+    // each row: [page index, short path, title, exercised indices, asserted indices]
+    data.rows.forEach(function (r) { r[3].forEach(function (k) { used[k] = true; }); });
     var table = el("table", "matrix");
     var head = el("tr");
     add(head, el("th", "s", "scenario"));
@@ -382,14 +383,15 @@
       var link = el("a", null, r[1]);
       link.href = "#t" + r[0];
       link.dataset.goto = "t" + r[0];
+      link.title = r[2];
       add(tr, add(el("td", "s"), link));
       var exercised = {}, asserted = {};
-      r[2].forEach(function (k) { exercised[k] = true; });
-      r[3].forEach(function (k) { asserted[k] = true; });
+      r[3].forEach(function (k) { exercised[k] = true; });
+      r[4].forEach(function (k) { asserted[k] = true; });
       data.behaviours.forEach(function (id, k) {
         var kind = asserted[k] ? "a" : exercised[k] ? "e" : "";
         var td = el("td", kind, asserted[k] ? "●" : exercised[k] ? "○" : "");
-        if (kind) td.title = id + " · " + r[1] + (kind === "a" ? ": asserted" : ": exercised, unasserted");
+        if (kind) td.title = id + " · " + r[2] + (kind === "a" ? ": asserted" : ": exercised, unasserted");
         td.dataset.behaviour = id;
         add(tr, td);
       });
