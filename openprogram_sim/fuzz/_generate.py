@@ -10,6 +10,11 @@ strategies feed them from Hypothesis draws (:class:`DrawSource`); the fuzz campa
 them from one byte string per scenario (:class:`ByteSource`), which is many times faster
 and still shrinks. Only the public entry points are strategies.
 
+Tool arguments are the exception: the public strategies draw them from the tool's real
+schema with ``hypothesis-jsonschema`` (:mod:`openprogram_sim.fuzz._schemas`), whatever it
+holds; the campaign's byte strings only ever build calls to the generated tools, whose
+few :data:`SCHEMAS` small builders here know.
+
 Lists are drawn as "another one?" flags followed by the element, which the shrinker
 deletes span by span; every choice shrinks toward its first option, and the
 first option is always the plainest (text before tool calls, a valid argument before an
@@ -23,6 +28,7 @@ from typing import Any, Protocol, TypeVar
 
 from hypothesis import strategies as st
 
+from openprogram_sim.fuzz import _schemas
 from openprogram_sim.fuzz._rules import HARD_CAP, effective_cap
 
 T = TypeVar("T")
@@ -89,7 +95,7 @@ _CALL_WEIGHTS = {"valid": 6, "invalid": 2, "unknown": 1}
 _MENU_WEIGHTS = {"full": 6, "list": 3}  # the others weigh 1
 _CAP_WEIGHTS = {None: 3, 0: 2, 1: 2, HARD_CAP: 2, range(2, HARD_CAP): 2}  # the others weigh 1
 
-RAW_ARGUMENTS = ("not json", "[1, 2]", "42", '{"q": ', "null")
+RAW_ARGUMENTS = _schemas.RAW_ARGUMENTS
 """Argument texts that are not a JSON object (sent verbatim)."""
 
 _WRONG_TYPE: dict[str, tuple[Any, ...]] = {  # values the lenient coercion cannot rescue
@@ -104,9 +110,12 @@ _WRONG_TYPE: dict[str, tuple[Any, ...]] = {  # values the lenient coercion canno
 
 class Source(Protocol):
     """Where choices come from: ``integer(low, high)`` returns one in ``[low, high]``, and
-    smaller is simpler."""
+    smaller is simpler; ``arguments(schema, valid)`` returns tool arguments valid or invalid
+    for a JSON Schema."""
 
     def integer(self, low: int, high: int) -> int: ...
+
+    def arguments(self, schema: Mapping[str, Any], valid: bool) -> Any: ...
 
 
 _INTS: dict[tuple[int, int], st.SearchStrategy[int]] = {}
@@ -127,6 +136,10 @@ class DrawSource:
             strategy = _INTS[(low, high)] = st.integers(low, high)
         value: int = self.draw(strategy)
         return value
+
+    def arguments(self, schema: Mapping[str, Any], valid: bool) -> Any:
+        """From the schema itself, whatever it holds (``hypothesis-jsonschema``)."""
+        return self.draw(_schemas.arguments(schema, valid))
 
 
 class ByteSource:
@@ -149,6 +162,10 @@ class ByteSource:
         if not chunk:
             return low
         return low + int.from_bytes(chunk, "big") % span
+
+    def arguments(self, schema: Mapping[str, Any], valid: bool) -> Any:
+        """From the builders below, which know only the generated tools' :data:`SCHEMAS`."""
+        return valid_arguments(self, schema) if valid else invalid_arguments(self, schema)
 
 
 def integer(src: Source, low: int, high: int) -> int:
@@ -199,6 +216,10 @@ def subset(src: Source, names: Sequence[str], high: int) -> list[str]:
 
 
 # --------------------------------------------------------------------------- arguments
+
+
+# The campaign's fast builders, for the generated tools' SCHEMAS only (any other schema goes
+# through hypothesis-jsonschema, see DrawSource.arguments).
 
 
 def _valid_value(src: Source, prop: Mapping[str, Any]) -> Any:
@@ -322,9 +343,7 @@ def tool_call(
         return call_entry(pick(src, UNKNOWN_TOOL_NAMES), {})
     name = pick(src, sorted(tools))
     schema = tools[name].get("parameters") or SCHEMAS[0]
-    if kind == "valid":
-        return call_entry(name, valid_arguments(src, schema))
-    return call_entry(name, invalid_arguments(src, schema))
+    return call_entry(name, src.arguments(schema, kind == "valid"))
 
 
 def model_turn(

@@ -7,11 +7,27 @@ validate from (what a YAML file holds). Arguments are checked when a strategy is
 and a bad one raises :class:`hypothesis.errors.InvalidArgument` at once::
 
     from hypothesis import given
-    from openprogram_sim import strategies as ops
-    from openprogram_sim.fuzz import check_invariants, run_generated
+    from openprogram_sim.fuzz import check_invariants, run_generated, strategies as ops
 
     @given(ops.scenarios(max_turns=6))
     def test_the_loop_keeps_its_invariants(scenario):
+        assert check_invariants(run_generated(scenario)) == []
+
+**Your own tools.** :func:`tool_calls` and :func:`scenarios` take your tools first (a
+``ToolRegistry``, a list of ``@function``/``@agentic_function`` tools, or their
+``"pkg.module:attr"`` references): calls to them with arguments drawn from their real JSON
+Schemas (``hypothesis-jsonschema``: numbers and their bounds, enums, nested objects,
+arrays, ``anyOf``, formats), valid or invalid as asked, and whole scenarios that run them::
+
+    from weather_agent.tools import convert, get_weather, registry
+
+    @given(ops.tool_calls([get_weather, convert], valid=True))
+    def test_a_valid_call_answers_or_refuses_cleanly(call):
+        ((name, args),) = call.items()
+        ...
+
+    @given(ops.scenarios(registry, max_turns=4))
+    def test_my_tools_keep_the_loop_invariants(scenario):
         assert check_invariants(run_generated(scenario)) == []
 
 Smaller pieces for your own scenarios: :func:`toolboxes` (named tools that return, raise
@@ -24,14 +40,25 @@ past the hard cap, the tools menu), :func:`steering` and :func:`follow_ups`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from openprogram_sim.fuzz import _generate as _s
+from openprogram_sim.fuzz import _schemas
+from openprogram_sim.fuzz._target import TargetError, ToolTarget
+from openprogram_sim.fuzz._usergen import (
+    USER_KINDS,
+    UserOptions,
+    tool_call_strategy,
+    user_scenario_strategy,
+)
 from openprogram_sim.scenario import Scenario
+from openprogram_sim.scenario._python import PythonRefError
 
 __all__ = [
     "BEHAVIOURS",
@@ -128,15 +155,37 @@ def _check_tools(tools: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, 
     return out
 
 
-def tool_arguments(schema: Mapping[str, Any], *, valid: bool = True) -> st.SearchStrategy[Any]:
-    """Arguments for a tool with JSON Schema ``schema``: valid ones (coercible values such as
-    ``"3"`` for an integer included), or with ``valid=False`` ones it rejects (a wrong type,
-    a missing required key, a value below its minimum, or text that is not a JSON object)."""
+def _check_valid(valid: Any) -> bool | None:
+    if valid is None or isinstance(valid, bool):
+        return valid
+    raise InvalidArgument(
+        f"valid={valid!r} must be True (valid arguments), False (invalid ones) or None (either)"
+    )
+
+
+def _target(registry_or_tools: Any) -> ToolTarget:
+    try:
+        return ToolTarget.of(registry_or_tools)
+    except (TargetError, PythonRefError) as exc:
+        raise InvalidArgument(
+            f"{exc}; give a ToolRegistry, a tool or a list of tools (@function, "
+            "@agentic_function, {spec, execute} dicts), 'pkg.module:attr' references, or "
+            "the scenario's tool definitions {name: {parameters: ...}}"
+        ) from None
+
+
+def tool_arguments(
+    schema: Mapping[str, Any], *, valid: bool | None = True
+) -> st.SearchStrategy[Any]:
+    """Arguments for a tool whose parameters have the JSON Schema ``schema``, drawn from the
+    schema itself by ``hypothesis-jsonschema``: instances of it (``valid=True``; objects with
+    ``properties`` drawn without undeclared keys), or (``valid=False``) arguments the tool
+    layer rejects: an object with one defect (a property breaking its own schema, a
+    required key missing, an undeclared key where ``additionalProperties`` is false) or
+    text that is not a JSON object (a ``str``); ``valid=None``: either, mostly valid."""
     if not isinstance(schema, Mapping) or schema.get("type", "object") != "object":
         raise InvalidArgument(f"schema={schema!r} must be a JSON Schema of type object")
-    if valid:
-        return _strategy("tool_arguments", _s.valid_arguments, schema)
-    return _strategy("tool_arguments", _s.invalid_arguments, schema)
+    return _schemas.arguments(schema, _check_valid(valid))
 
 
 def toolboxes(
@@ -158,15 +207,22 @@ def toolboxes(
 
 
 def tool_calls(
-    tools: Mapping[str, Mapping[str, Any]], *, unknown: bool = True, invalid: bool = True
+    registry_or_tools: Any, *, valid: bool | None = None, unknown: bool = False
 ) -> st.SearchStrategy[dict[str, Any]]:
-    """One tool call as a scenario writes it (``{name: arguments}``, or the long form for
-    arguments that are not JSON): to a tool of ``tools`` with arguments valid for its schema,
-    or (when allowed) invalid ones, or to a tool that does not exist."""
-    checked = _check_tools(tools)
-    if not checked and not unknown:
-        raise InvalidArgument("tools is empty and unknown=False: there is no tool to call")
-    return _strategy("tool_calls", _s.tool_call, checked, unknown, invalid)
+    """One call to one of your tools, as a scenario writes it: ``{name: arguments}`` (or the
+    long form ``{name: ..., arguments: "text"}`` for arguments that are not a JSON object),
+    with arguments drawn from the tool's real schema (see :func:`tool_arguments`): valid
+    (``valid=True``), invalid (``False``) or either (``None``, mostly valid). With
+    ``unknown=True`` some calls go to tools that do not exist.
+
+    ``registry_or_tools``: a ``ToolRegistry``, a tool or a list of tools (``@function``,
+    ``@agentic_function``, ``{spec, execute}`` dicts, ``Tool``), ``"pkg.module:attr"``
+    references to them (a module: its tools), or a scenario's tool definitions
+    ``{name: {parameters: ...}}``."""
+    target = _target(registry_or_tools)
+    if not isinstance(unknown, bool):
+        raise InvalidArgument(f"unknown={unknown!r} must be a bool")
+    return tool_call_strategy(target, _check_valid(valid), unknown)
 
 
 def model_turns(
@@ -255,6 +311,28 @@ def follow_ups(*, max_size: int = 2) -> st.SearchStrategy[list[dict[str, Any]]]:
 
 
 def scenario_dicts(
+    registry_or_tools: Any = None, /, **options: Any
+) -> st.SearchStrategy[dict[str, Any]]:
+    """Whole scenarios as the dicts a scenario file holds (no ``expect:``: a generated case
+    is judged by the invariants of :mod:`openprogram_sim.fuzz`). See :func:`scenarios`."""
+    if registry_or_tools is not None:
+        target = _target(registry_or_tools)
+        user = _user_options(options)
+        try:
+            return user_scenario_strategy(target, user)
+        except TargetError as exc:
+            raise InvalidArgument(str(exc)) from None
+    allowed = set(inspect.signature(_generated_dicts).parameters)
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise InvalidArgument(
+            f"unknown option(s) {', '.join(unknown)}; use {', '.join(sorted(allowed))} (or pass "
+            "your tools first for scenarios over them)"
+        )
+    return _generated_dicts(**options)
+
+
+def _generated_dicts(
     *,
     min_tools: int = 0,
     max_tools: int = 4,
@@ -269,10 +347,6 @@ def scenario_dicts(
     max_follow_ups: int = 2,
     spin: bool = True,
 ) -> st.SearchStrategy[dict[str, Any]]:
-    """Whole scenarios as the dicts a scenario file holds (no ``expect:``: a generated case
-    is judged by the invariants of :mod:`openprogram_sim.fuzz`). See :func:`scenarios`.
-    The exec's ``max_iterations`` is drawn first; with ``spin=True`` one scenario in 16 has
-    a model that keeps picking up to two rounds past that cap (``max_turns`` aside)."""
     _check_range("min_tools", min_tools, 0, len(_s.TOOL_NAMES))
     _check_range("max_tools", max_tools, 0, len(_s.TOOL_NAMES))
     _check_order("min_tools", min_tools, "max_tools", max_tools)
@@ -306,8 +380,46 @@ def scenario_dicts(
     )
 
 
-def scenarios(**options: Any) -> st.SearchStrategy[Scenario]:
-    """Whole scenarios, validated into :class:`~openprogram_sim.scenario.Scenario`: a
-    toolbox, an exec call over it, a model script, steering points and follow-ups. Takes
-    the options of :func:`scenario_dicts`."""
-    return scenario_dicts(**options).map(Scenario.model_validate)
+def _user_options(options: dict[str, Any]) -> UserOptions:
+    """The options of a scenario over your tools, checked."""
+    allowed = set(UserOptions.__dataclass_fields__)
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise InvalidArgument(
+            f"unknown option(s) {', '.join(unknown)} for scenarios over your tools; use "
+            f"{', '.join(sorted(allowed))}"
+        )
+    chosen = UserOptions(**options)
+    _check_range("min_turns", chosen.min_turns, 0)
+    _check_range("max_turns", chosen.max_turns, 0, 200)
+    _check_order("min_turns", chosen.min_turns, "max_turns", chosen.max_turns)
+    _check_range("max_calls", chosen.max_calls, 1, 16)
+    _check_range("max_steering", chosen.max_steering, 0, 16)
+    _check_range("max_follow_ups", chosen.max_follow_ups, 0, 16)
+    kinds = _check_subset("kinds", chosen.kinds, USER_KINDS)
+    _check_valid(chosen.valid)
+    timeout = chosen.timeout
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise InvalidArgument(f"timeout={timeout!r} must be a number of seconds > 0")
+    return replace(chosen, kinds=kinds, timeout=float(timeout))
+
+
+def scenarios(registry_or_tools: Any = None, /, **options: Any) -> st.SearchStrategy[Scenario]:
+    """Whole scenarios, validated into :class:`~openprogram_sim.scenario.Scenario`.
+
+    Without ``registry_or_tools``: a generated toolbox (see :func:`toolboxes`), an exec call
+    over it, a model script, steering points and follow-ups; options ``min_tools``,
+    ``max_tools``, ``behaviours``, ``min_turns``, ``max_turns``, ``max_calls``, ``kinds``,
+    ``menus``, ``max_iterations`` (drawn first; with ``spin=True`` one scenario in 16 has a
+    model that keeps picking up to two rounds past that cap), ``max_steering``,
+    ``max_follow_ups``, ``spin``.
+
+    With your tools (as :func:`tool_calls` takes them; each must be importable, since a
+    scenario names your Python by ``registry:`` or ``python:``): scenarios that run them for
+    real, nested runs of agentic functions included, with calls from :func:`tool_calls`,
+    gated tools' variables set with ``env:``, and a script that ends on text replies enough
+    for nested runs to finish; options ``min_turns`` (1), ``max_turns`` (6), ``max_calls``
+    (3), ``kinds`` (text, calls, error, aborted, truncate, raise), ``valid`` (None),
+    ``unknown`` (True), ``max_steering`` (1), ``max_follow_ups`` (1) and ``timeout`` (2.0
+    seconds of real time per run, the scenario's ``timeout:``)."""
+    return scenario_dicts(registry_or_tools, **options).map(Scenario.model_validate)

@@ -1,0 +1,48 @@
+"""The README's example: property tests of your own tools with the public strategies, here
+over ``examples/weather_agent``. In your project, pytest's ``pythonpath`` setting makes
+your package importable; this repository's tests put the example's ``src`` on the path."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "weather_agent" / "src"))
+
+# --- the example, as the README quotes it -------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+
+from openprogram_sim.fuzz import check_invariants, run_generated  # noqa: E402
+from openprogram_sim.fuzz.strategies import scenarios, tool_calls  # noqa: E402
+from weather_agent.tools import convert, get_weather, registry  # noqa: E402
+
+
+@given(tool_calls([get_weather, convert], valid=True))
+def test_a_valid_call_returns_json_or_refuses_with_valueerror(call: dict) -> None:
+    ((name, arguments),) = call.items()
+    tool = {"get_weather": get_weather, "convert": convert}[name]
+    try:
+        result = tool(**arguments)
+    except ValueError:
+        return  # the documented refusal: an unknown city or unit
+    json.dumps(result)  # what the model is sent must be JSON
+
+
+@given(tool_calls(registry, valid=False))
+def test_invalid_arguments_never_reach_a_tool(call: dict) -> None:
+    scenario = {
+        "scenario": "one invalid call",
+        "registry": "weather_agent.tools:registry",
+        "env": {"BOOKING_API_KEY": "test"},  # so that the gated book_flight is offered
+        "exec": {"content": "go"},
+        "model": [{"tool_calls": [call]}, {"text": "done"}],
+    }
+    [end] = [e for e in run_generated(scenario).trace if e["type"] == "tool_execution_end"]
+    assert end["is_error"] and end["result"].startswith("Validation failed for tool"), end
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenarios(registry, max_turns=4))
+def test_the_loop_keeps_its_invariants_over_my_tools(scenario) -> None:  # type: ignore[no-untyped-def]
+    assert check_invariants(run_generated(scenario)) == []
