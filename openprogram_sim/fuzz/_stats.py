@@ -23,6 +23,8 @@ class FuzzStats:
     tool_calls: int = 0
     results: Counter[str] = field(default_factory=Counter)
     """Tool results by kind: ok, tool error, unknown tool, invalid arguments, skipped."""
+    tools: Counter[str] = field(default_factory=Counter)
+    """Tool calls by the name called (unknown names included)."""
     faults: Counter[str] = field(default_factory=Counter)
     """Model turns that failed, by kind."""
     ends: Counter[str] = field(default_factory=Counter)
@@ -51,6 +53,7 @@ class FuzzStats:
                 self.max_depth = max(self.max_depth, e["depth"])
             elif kind == "tool_execution_start":
                 self.tool_calls += 1
+                self.tools[e["tool_name"]] += 1
         calls = outcome.model_calls
         self.rounds += calls
         self.max_rounds = max(self.max_rounds, *rounds_by_run, 0)
@@ -73,6 +76,7 @@ class FuzzStats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.nested_runs += other.nested_runs
         self.results.update(other.results)
+        self.tools.update(other.tools)
         self.faults.update(other.faults)
         self.ends.update(other.ends)
         self.max_depth = max(self.max_depth, other.max_depth)
@@ -86,6 +90,7 @@ class FuzzStats:
             f"runs            {self.runs} (replayed and compared: {self.replays})",
             f"model calls     {self.rounds} (most in one run: {self.max_rounds})",
             f"tool calls      {self.tool_calls}: {counts(self.results)}",
+            f"  by name       {counts(self.tools)}",
             f"model faults    {sum(self.faults.values())}: {counts(self.faults)}",
             f"runs ended      {counts(self.ends)}",
             f"steering        {self.steering} injected; follow-ups {self.follow_ups} queued",
