@@ -1,5 +1,10 @@
 """``openprogram-sim fuzz``: a campaign of generated scenarios, the invariants checked on
-each run, and a shrunk regression file on a violation. Hypothesis loads only here."""
+each run, and a shrunk regression file on a violation. Hypothesis loads only here.
+
+With ``--registry REF`` or ``--tools REF,REF`` the scenarios call *your* tools (imported as
+``openprogram-sim run`` imports them: the current directory, ``[tool.openprogram]
+pythonpath``, ``--pythonpath``) with arguments valid and invalid for their schemas, each run
+in a sandbox process under ``--timeout`` seconds, and the tool contract is checked too."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from openprogram_sim.fuzz import FuzzStats
+    from openprogram_sim.fuzz import CampaignResult, FuzzStats, ToolTarget
 
 __all__ = ["add_parser", "command", "fuzz_command"]
 
@@ -37,28 +42,38 @@ def fuzz_command(
     regressions: str | None,
     *,
     replay_every: int = 4,
+    target: ToolTarget | None = None,
+    timeout: float = 2.0,
     out: TextIO,
     err: TextIO,
 ) -> int:
-    """``openprogram-sim fuzz``: run a campaign, print progress (stderr), a summary of what
-    was generated and the verdict; 0 when no invariant was violated, 1 otherwise."""
-    print(
-        f"fuzz: {examples} generated scenarios, seed {seed}, {workers} worker(s)",
-        file=out,
-        flush=True,
-    )
-    from openprogram_sim.fuzz import run_campaign
+    """``openprogram-sim fuzz``: run a campaign (over ``target``'s tools when given), print
+    progress (stderr), a summary of what was generated and the verdict; 0 when nothing broke,
+    1 otherwise."""
+    from openprogram_sim.fuzz import run_campaign, run_tool_campaign
 
-    result = run_campaign(
-        examples,
-        seed,
-        workers,
-        regressions=regressions,
-        replay_every=replay_every,
-        progress=_progress_printer(examples, err),
-    )
+    progress = _progress_printer(examples, err)
+    if target is None:
+        print(f"fuzz: {examples} generated scenarios, seed {seed}, {workers} worker(s)",
+              file=out, flush=True)  # fmt: skip
+        result = run_campaign(examples, seed, workers, regressions=regressions,
+                              replay_every=replay_every, progress=progress)  # fmt: skip
+    else:
+        names = ", ".join(target.names)
+        print(
+            f"fuzz: {examples} generated scenarios over {target.label} ({names}), seed {seed}, "
+            f"{workers} worker(s), {timeout:g} s per run",
+            file=out,
+            flush=True,
+        )
+        result = run_tool_campaign(target, examples, seed, workers, regressions=regressions,
+                                   timeout=timeout, progress=progress)  # fmt: skip
     if err.isatty():
         err.write("\n")
+    return _verdict(result, seed, target, out)
+
+
+def _verdict(result: CampaignResult, seed: int, target: ToolTarget | None, out: TextIO) -> int:
     for line in result.stats.summary():
         print(f"  {line}", file=out)
     print(
@@ -66,42 +81,67 @@ def fuzz_command(
         file=out,
     )
     failure = result.failure
+    what = "invariant violated" if target is None else "invariant or tool contract broken"
     if failure is None:
-        print(f"no invariant violated in {result.stats.runs} runs (seed {seed})", file=out)
+        print(f"no {what} in {result.stats.runs} runs (seed {seed})", file=out)
         return 0
-    print(f"\nINVARIANT VIOLATED (chunk {failure.chunk}, seed {seed}), shrunk case:", file=out)
+    heading = "INVARIANT VIOLATED" if failure.breach is None else "TOOL CONTRACT BROKEN"
+    print(f"\n{heading} (chunk {failure.chunk}, seed {seed}), shrunk case:", file=out)
     for violation in failure.violations:
         print(f"  - {violation}", file=out)
     if failure.path is not None:
         print(f"regression scenario written: {failure.path} (reproduces it)", file=out)
+        extra = "".join(f" --pythonpath {p}" for p in target.pythonpath) if target else ""
+        fixed = "a correct loop" if target is None else "a tool that keeps the contract"
         print(
-            f"  replay: openprogram-sim run {failure.path}  (fails now; a correct loop passes it)",
+            f"  replay: openprogram-sim run {failure.path}{extra}  (fails now; {fixed} passes it)",
             file=out,
         )
     elif failure.unexpressed is not None:
+        what = "violation" if failure.breach is None else "breach"
         print(
-            "no regression scenario written: the violation could not be expressed as a "
+            f"no regression scenario written: the {what} could not be expressed as a "
             f"scenario file that fails ({failure.unexpressed})",
             file=out,
         )
     return 1
 
 
+def _target(args: argparse.Namespace) -> ToolTarget | None:
+    """The tools ``--registry``/``--tools`` name (None: the built-in generated tools)."""
+    tools = [r.strip() for r in (args.tools or "").split(",") if r.strip()]
+    if not args.registry and not tools:
+        return None
+    from openprogram_sim.fuzz import ToolTarget
+
+    return ToolTarget.load(registry=args.registry, tools=tools, pythonpath=args.pythonpath)
+
+
 def command(args: argparse.Namespace) -> int:
     try:
-        import hypothesis  # noqa: F401  (Hypothesis comes with the test extra)
-    except ImportError as exc:  # Hypothesis comes with the test extra
+        import hypothesis  # noqa: F401  (Hypothesis comes with the fuzz and test extras)
+        import hypothesis_jsonschema  # noqa: F401
+    except ImportError as exc:
         print(
-            f"openprogram-sim fuzz needs Hypothesis ({exc}); install it: "
-            "pip install 'openprogram[test]'",
+            f"openprogram-sim fuzz needs Hypothesis and hypothesis-jsonschema ({exc}); install "
+            "them: pip install 'openprogram[fuzz]'",
             file=sys.stderr,
         )
         return 2
-    if args.examples < 0 or args.workers < 1 or args.replay_every < 0:
+    if args.examples < 0 or args.workers < 1 or args.replay_every < 0 or not args.timeout > 0:
         print(
-            "openprogram-sim fuzz: --examples >= 0, --workers >= 1, --replay-every >= 0",
+            "openprogram-sim fuzz: --examples >= 0, --workers >= 1, --replay-every >= 0, "
+            "--timeout > 0",
             file=sys.stderr,
         )
+        return 2
+    from openprogram_sim.fuzz import TargetError
+    from openprogram_sim.scenario._python import PythonRefError
+
+    try:
+        target = _target(args)
+    except (PythonRefError, TargetError) as exc:
+        print(f"openprogram-sim fuzz: {exc}", file=sys.stderr)
         return 2
     regressions = None if args.no_write else args.regressions
     return fuzz_command(
@@ -110,6 +150,8 @@ def command(args: argparse.Namespace) -> int:
         args.workers,
         regressions,
         replay_every=args.replay_every,
+        target=target,
+        timeout=args.timeout,
         out=sys.stdout,
         err=sys.stderr,
     )
@@ -134,4 +176,28 @@ def add_parser(sub: Any) -> None:
         help="where a shrunk failing case is written (scenarios/regressions)",
     )
     fuzz.add_argument("--no-write", action="store_true", help="do not write a regression file")
+    yours = fuzz.add_argument_group(
+        "your own tools", "call your tools with arguments valid and invalid for their schemas"
+    )
+    yours.add_argument("--registry", metavar="REF", help="your ToolRegistry: pkg.module:registry")
+    yours.add_argument(
+        "--tools",
+        metavar="REF[,REF...]",
+        help="your tools (pkg.module:tool) or modules of tools (pkg.module), comma-separated",
+    )
+    yours.add_argument(
+        "--pythonpath",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder your tools are imported from (repeatable; also [tool.openprogram] "
+        "pythonpath in pyproject.toml)",
+    )
+    yours.add_argument(
+        "--timeout",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="real time a run may take; a tool that hangs breaks the contract (2)",
+    )
     fuzz.set_defaults(func=command)

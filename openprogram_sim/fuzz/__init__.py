@@ -33,6 +33,7 @@ from openprogram_sim.fuzz._campaign import (
     run_campaign,
     scenario_from_bytes,
 )
+from openprogram_sim.fuzz._contract import BREACH_KINDS, Breach
 from openprogram_sim.fuzz._invariants import (
     DOCUMENTED_ERRORS,
     check_trace,
@@ -40,12 +41,18 @@ from openprogram_sim.fuzz._invariants import (
 from openprogram_sim.fuzz._regression import derive_expect, write_regression
 from openprogram_sim.fuzz._rules import UnpredictableScenario
 from openprogram_sim.fuzz._run import check_invariants, run_generated
+from openprogram_sim.fuzz._target import TargetError, ToolTarget
+from openprogram_sim.fuzz._tools_campaign import run_tool_campaign
 
 __all__ = [
+    "BREACH_KINDS",
     "DOCUMENTED_ERRORS",
+    "Breach",
     "CampaignResult",
     "FuzzFailure",
     "FuzzStats",
+    "TargetError",
+    "ToolTarget",
     "UnpredictableScenario",
     "check_invariants",
     "check_trace",
@@ -53,10 +60,12 @@ __all__ = [
     "reproduces",
     "run_campaign",
     "run_generated",
+    "run_tool_campaign",
     "scenario_from_bytes",
     "write_regression",
 ]
 
-for _cls in (CampaignResult, FuzzFailure, FuzzStats, UnpredictableScenario):
+for _cls in (Breach, CampaignResult, FuzzFailure, FuzzStats, TargetError, ToolTarget,
+             UnpredictableScenario):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

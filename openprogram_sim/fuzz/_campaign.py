@@ -40,6 +40,7 @@ from hypothesis import strategies as st
 
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.fuzz import _generate as _s
+from openprogram_sim.fuzz._contract import Breach
 from openprogram_sim.fuzz._invariants import check_outcome_invariants
 from openprogram_sim.fuzz._regression import regression_document, write_regression
 from openprogram_sim.fuzz._rules import UnpredictableScenario
@@ -106,6 +107,9 @@ class FuzzFailure:
     """Why no regression file was kept: the scenario is outside what the seed's rules
     decide, or the file the rules give passes against this loop (the violation is not one
     a scenario file can show, e.g. a replay that differs)."""
+    breach: Breach | None = None
+    """The tool-contract clause broken, with the call that broke it (campaigns over your
+    own tools, :func:`~openprogram_sim.fuzz.run_tool_campaign`); None for a loop invariant."""
 
 
 @dataclass(slots=True)
@@ -263,6 +267,22 @@ def run_campaign(
             f"{replay_every}"
         )
     chunks = _chunks(examples, seed, chunk_size, batch, replay_every)
+    stats, elapsed, failure = run_chunks(_run_chunk, chunks, workers, progress)
+    outcome = CampaignResult(examples, seed, workers, stats, elapsed, failure)
+    if failure is not None and regressions is not None:
+        _write(failure, regressions, seed)
+    return outcome
+
+
+def run_chunks(
+    run: Callable[[_Chunk], _ChunkResult],
+    chunks: list[_Chunk],
+    workers: int,
+    progress: Progress | None,
+) -> tuple[FuzzStats, float, FuzzFailure | None]:
+    """Run ``chunks`` with ``run`` (in ``workers`` processes when more than one; ``run``
+    must then be picklable) until the first failing one; the merged stats, the wall time,
+    and the failure of the lowest failing chunk (deterministic whatever the workers)."""
     stats = FuzzStats()
     start = time.perf_counter()
     results: dict[int, _ChunkResult] = {}
@@ -275,20 +295,18 @@ def run_campaign(
 
     if workers == 1:
         for chunk in chunks:
-            collect(_run_chunk(chunk))
+            collect(run(chunk))
             if results[chunk.index].failure is not None:
                 break
     else:
-        _run_parallel(chunks, workers, collect, results)
+        _run_parallel(run, chunks, workers, collect, results)
     failed = sorted(i for i, r in results.items() if r.failure is not None)
     failure = results[failed[0]].failure if failed else None
-    outcome = CampaignResult(examples, seed, workers, stats, time.perf_counter() - start, failure)
-    if failure is not None and regressions is not None:
-        _write(failure, regressions, seed)
-    return outcome
+    return stats, time.perf_counter() - start, failure
 
 
 def _run_parallel(
+    run: Callable[[_Chunk], _ChunkResult],
     chunks: list[_Chunk],
     workers: int,
     collect: Callable[[_ChunkResult], None],
@@ -296,9 +314,7 @@ def _run_parallel(
 ) -> None:
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures: dict[int, Future[_ChunkResult]] = {
-            c.index: pool.submit(_run_chunk, c) for c in chunks
-        }
+        futures: dict[int, Future[_ChunkResult]] = {c.index: pool.submit(run, c) for c in chunks}
         first_failure: int | None = None
         for index, future in futures.items():  # in chunk order: deterministic
             if first_failure is not None and index > first_failure:

@@ -31,6 +31,7 @@ such a part (see :class:`~openprogram_sim.fuzz._rules.UnpredictableScenario`) ge
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from pathlib import Path
@@ -41,7 +42,16 @@ import yaml
 from openprogram_sim.fuzz._rules import predict
 from openprogram_sim.scenario import Scenario
 
-__all__ = ["derive_expect", "regression_document", "regression_text", "write_regression"]
+__all__ = [
+    "NOT_JSON",
+    "contract_document",
+    "derive_expect",
+    "fixed_variant",
+    "regression_document",
+    "regression_text",
+    "write_document",
+    "write_regression",
+]
 
 _COUNT_ORDER = (
     "agent_start",
@@ -152,7 +162,128 @@ def write_regression(
 ) -> Path:
     """Write the regression file under ``directory`` (created if needed); returns its path.
     The name carries a digest of the content, so the same case is written once."""
-    text = regression_text(regression_document(scenario, violations, seed=seed))
+    return write_document(directory, regression_document(scenario, violations, seed=seed))
+
+
+# --------------------------------------------------------------------------- tool contract
+
+NOT_JSON = (
+    r"(?(DEFINE)(?<v>(?&o)|(?&a)|(?&s)|(?&n)|true|false|null|NaN|-?Infinity)"
+    r"(?<o>\{\s*+(?:(?&s)\s*+:\s*+(?&v)\s*+(?:,\s*+(?&s)\s*+:\s*+(?&v)\s*+)*+)?+\})"
+    r"(?<a>\[\s*+(?:(?&v)\s*+(?:,\s*+(?&v)\s*+)*+)?+\])"
+    r'(?<s>"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+")'
+    r"(?<n>-?+(?:0|[1-9]\d*+)(?:\.\d++)?+(?:[eE][+-]?+\d++)?+))"
+    r"\A(?!\s*+(?&v)\s*+\Z)"
+)
+"""A ``$regex`` that matches text which is not one JSON value (the JSON grammar, by the
+``regex`` engine's recursion; ``NaN``/``Infinity`` count as JSON, as Python writes them).
+The scenario format has no key for "this result is JSON" (the trace keeps a result as the
+text the model was sent), so a regression file for a result JSON cannot encode says: this
+call's successful result is not text that fails this pattern."""
+
+_BROKE = {
+    "not_json": "returns a value JSON cannot encode",
+    "hangs": "does not return within the time limit",
+    "escapes": "raises past exec",
+    "error_lost": "raises, yet its result is no error",
+}
+
+FIXED_RESULT = {"fixed": True}
+"""What a tool stubbed as "fixed" returns when a contract regression file is tried on it."""
+
+
+def _call_entry(name: str, arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, str):
+        return {"name": name, "arguments": arguments}
+    return {name: arguments}
+
+
+def contract_document(
+    target: Any,
+    breach: Any,
+    violations: list[str],
+    *,
+    nested_runs: int,
+    limit: float,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """A scenario file that replays the one call that broke the tool contract (``breach``,
+    a :class:`~openprogram_sim.fuzz._contract.Breach` with its call), at depth 0, naming the
+    user's tools by import path (``target``, a ``ToolTarget``). The script is that call,
+    one text reply per nested run the tool makes (``nested_runs``), and a final answer.
+
+    Its expectations are the contract, not the failing run: exec returns the final answer
+    and raises nothing, the call gets a result and the run stops (``escapes``); plus, for
+    ``not_json``, the call's successful result is JSON text (:data:`NOT_JSON`), and for
+    ``hangs``, the run's ``timeout:`` is the campaign's limit."""
+    call = breach.call
+    name = call.tool
+    data: dict[str, Any] = {
+        "scenario": f"fuzz regression: {name} {_BROKE[breach.kind]}",
+        "description": (
+            f"Found by `openprogram-sim fuzz` over {target.label}"
+            + (f" with seed {seed}" if seed is not None else "")
+            + f". The call that broke the tool contract ({breach.kind}), replayed alone:\n"
+            + "\n".join(f"- {v}" for v in violations)
+            + "\nThe expectations are the contract every tool keeps, not the failing run: a "
+            "tool that keeps it passes."
+            + (
+                " The $regex matches text that is not one JSON value (the JSON grammar); text "
+                "is not JSON, so a fix that makes this call return text rather than data "
+                "fails it too."
+                if breach.kind == "not_json"
+                else ""
+            )
+        ),
+        "tags": ["regression", "fuzz", "contract"],
+        **target.scenario_refs(),
+    }
+    gated = target.get(name).requires_env
+    if gated:
+        data["env"] = {v: target.env[v] for v in gated}
+    if breach.kind == "hangs":
+        data["timeout"] = limit
+    data["exec"] = {"content": f"Call {name}.", "tools": [name]}
+    nested = [{"text": f"Done (nested run {i + 1})."} for i in range(nested_runs)]
+    data["model"] = [{"tool_calls": [_call_entry(name, call.args)]}, *nested, {"text": "Done."}]
+    end = {"depth": 0, "tool_call_id": "call_1", "tool_name": name}
+    expect: dict[str, Any] = {
+        "raises": False,
+        "result": "Done.",
+        "events": [{"tool_execution_end": end}, {"agent_end": {"depth": 0, "reason": "stop"}}],
+    }
+    if breach.kind == "not_json":
+        result = {"$regex": NOT_JSON}
+        expect["not_events"] = [
+            {"tool_execution_end": {"tool_call_id": "call_1", "is_error": False, "result": result}}
+        ]
+    data["expect"] = expect
+    return data
+
+
+def fixed_variant(document: dict[str, Any], target: Any, tool: str) -> dict[str, Any] | None:
+    """``document`` with ``tool`` stubbed by a tool that keeps the contract (same schema;
+    returns :data:`FIXED_RESULT` at once, or, for a tool that runs one nested exec, runs one
+    that offers nothing), to check that the file passes on a fix; None when the file's
+    script gives the tool more than one nested run (no stub plays that)."""
+    nested = len(document["model"]) - 2
+    info = target.get(tool)
+    stub: dict[str, Any] = {"parameters": info.parameters}
+    if nested == 0:
+        stub["returns"] = FIXED_RESULT
+    elif nested == 1:
+        stub["exec"] = {"content": "fixed", "toolset": "none"}
+    else:
+        return None
+    fixed = copy.deepcopy(document)
+    fixed.setdefault("tools", {})[tool] = stub
+    return fixed
+
+
+def write_document(directory: str | Path, document: dict[str, Any]) -> Path:
+    """Write a regression ``document`` as YAML under ``directory``; returns its path (named by
+    a digest of the content)."""
+    text = regression_text(document)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)

@@ -41,10 +41,14 @@ def test_public_names_are_pinned() -> None:
     )
     assert sorted(fuzz.__all__) == sorted(
         [
+            "BREACH_KINDS",
             "DOCUMENTED_ERRORS",
+            "Breach",
             "CampaignResult",
             "FuzzFailure",
             "FuzzStats",
+            "TargetError",
+            "ToolTarget",
             "UnpredictableScenario",
             "check_invariants",
             "check_trace",
@@ -52,6 +56,7 @@ def test_public_names_are_pinned() -> None:
             "reproduces",
             "run_campaign",
             "run_generated",
+            "run_tool_campaign",
             "scenario_from_bytes",
             "write_regression",
         ]

@@ -1,0 +1,274 @@
+"""Running scenarios that call the user's tools in a child process, under a real-time limit.
+
+A tool that hangs must not hang the campaign. The runner's own ``timeout:`` aborts a run
+whose tool awaits forever, but a synchronous tool that blocks (``time.sleep``, a socket
+without a timeout, a busy loop, a nested exec waiting on one) blocks the event loop that
+would enforce it. So the runs happen in a child process: the parent sends a scenario,
+waits at most the run's limit plus the runner's grace, and on silence kills the child,
+reporting the hang with the call that was running (the child keeps the innermost running
+call in a small marker file as calls start and end). The next run starts a new child.
+
+In the child, the user's tools are probed (:mod:`openprogram_sim.fuzz._probe`), each run
+goes through the real runner (:func:`~openprogram_sim.scenario.run_scenario`), and the
+loop's invariants and the tool contract (:mod:`openprogram_sim.fuzz._contract`) are
+checked there; only a small report comes back (the trace only when something broke). A
+``BaseException`` a tool raises (``SystemExit``...) is caught around the run, and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from openprogram import ToolRegistry
+from openprogram.tools import Tool, as_tool
+from openprogram_sim.fuzz._contract import Breach
+from openprogram_sim.fuzz._probe import CallRecord, Probe
+from openprogram_sim.fuzz._stats import FuzzStats
+from openprogram_sim.fuzz._target import ToolTarget
+
+__all__ = ["RunReport", "Sandbox"]
+
+MARKER_BYTES = 65536
+"""The most the marker keeps of the running call (tool, id, depth and arguments, as JSON)."""
+
+KILL_MARGIN = 1.0
+"""Seconds the parent waits past the run's limit and the runner's own grace after it."""
+
+STARTUP_SECONDS = 30.0
+"""Extra wait for a child's first answer: it starts and imports the user's code first."""
+
+_RUNNER_GRACE = 1.0  # the runner's grace for an aborted run to end (scenario._runner)
+
+_CHILD = "import sys; from openprogram_sim.fuzz._sandbox import main; main(sys.argv[1:])"
+
+
+@dataclass(slots=True)
+class RunReport:
+    """What one run in the sandbox gave."""
+
+    violations: list[str] = field(default_factory=list)
+    """Broken invariants and contract clauses, one line each."""
+    breaches: list[Breach] = field(default_factory=list)
+    stats: FuzzStats | None = None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    """The run's trace (sent only when something broke)."""
+    model_calls: int = 0
+    killed: bool = False
+    """The child did not answer within the limit (or died) and was killed."""
+    passed: bool | None = None
+    """For :meth:`Sandbox.verdict`: whether ``check_outcome`` passed."""
+    failures: list[str] = field(default_factory=list)
+    """For :meth:`Sandbox.verdict`: the titles of the expectations that failed."""
+
+
+class Sandbox:
+    """A child process that runs scenarios over ``target``'s tools (see the module
+    docstring); use as a context manager, or call :meth:`close`.
+
+    The child is a fresh ``python`` running :func:`main` (not a ``multiprocessing`` child,
+    which would re-import the caller's main module), talking over a socket pair."""
+
+    def __init__(self, target: ToolTarget) -> None:
+        self.target = target
+        self._process: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._marker: str | None = None
+        self._fresh = False
+        self.starts = 0
+        """Children started (one, plus one after each kill)."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def start(self) -> Sandbox:
+        """Start the child now (it imports the user's code while the caller goes on), unless
+        it runs already; returns the sandbox."""
+        self._start()
+        return self
+
+    def _start(self) -> Connection:
+        if self._conn is not None and self._process is not None and self._process.poll() is None:
+            return self._conn
+        self._stop()
+        fd, self._marker = tempfile.mkstemp(prefix="openprogram-fuzz-", suffix=".running")
+        os.close(fd)
+        ours, theirs = socket.socketpair()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(theirs.fileno()), self._marker],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self._conn = Connection(ours.detach())
+        self._conn.send((self.target, list(sys.path)))
+        self._fresh = True
+        self.starts += 1
+        return self._conn
+
+    def _stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+            self._process.wait(5)
+        if self._conn is not None:
+            self._conn.close()
+        if self._marker is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._marker)
+        self._process = self._conn = self._marker = None
+
+    def close(self) -> None:
+        if self._conn is not None and self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(OSError):
+                self._conn.send(("close", None))
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(2)
+        self._stop()
+
+    def _ask(self, kind: str, data: dict[str, Any], limit: float) -> RunReport:
+        conn = self._start()
+        conn.send((kind, data))
+        wait = limit + _RUNNER_GRACE + KILL_MARGIN + (STARTUP_SECONDS if self._fresh else 0.0)
+        self._fresh = False
+        try:
+            if conn.poll(wait):
+                answer: RunReport | str = conn.recv()
+                if isinstance(answer, str):  # the sandbox itself failed: not the user's bug
+                    raise RuntimeError(f"the fuzz sandbox failed:\n{answer}")
+                return answer
+            how = "did not end"
+        except (EOFError, OSError):
+            how = "ended its process"
+        return self._killed(how, limit)
+
+    def _killed(self, how: str, limit: float) -> RunReport:
+        record = _read_marker(self._marker)
+        if self._process is not None and how != "did not end":
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(5)
+        exitcode = self._process.poll() if self._process is not None else None
+        self._stop()
+        what = f"{record.describe()} was running" if record else "no tool was running"
+        if how == "did not end":
+            message = (
+                f"the run did not end within its time limit of {limit:g} s (real time): "
+                f"{what} and blocked the event loop (the run's own limit could not stop "
+                "it); its process was killed"
+            )
+        else:
+            message = f"the run {how} (exit code {exitcode}) while {what}"
+        breach = Breach("hangs" if how == "did not end" else "escapes", message, record,
+                        blocked=True)  # fmt: skip
+        return RunReport([message], [breach], killed=True)
+
+    def run(self, data: dict[str, Any]) -> RunReport:
+        """Run the scenario dict ``data``; check invariants and the contract."""
+        return self._ask("run", data, float(data.get("timeout", 5.0)))
+
+    def verdict(self, data: dict[str, Any]) -> RunReport:
+        """Run the scenario dict ``data`` and check it against its own ``expect:``."""
+        return self._ask("verdict", data, float(data.get("timeout", 5.0)))
+
+
+def _read_marker(path: str | None) -> CallRecord | None:
+    if path is None:
+        return None
+    try:
+        fields = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # empty (no call running) or cut mid-write
+    return CallRecord(fields["tool"], fields["call_id"], fields.get("args"), fields["depth"],
+                      0.0)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def _marker_writer(fd: int) -> Any:
+    """Keeps the running call in the marker file (JSON; empty when none runs)."""
+
+    def write(record: CallRecord | None) -> None:
+        text = b""
+        if record is not None:
+            fields = {"tool": record.tool, "call_id": record.call_id, "depth": record.depth}
+            text = json.dumps({**fields, "args": record.args}, default=repr).encode("utf-8")
+            if len(text) > MARKER_BYTES:  # arguments too large to keep: the call alone
+                text = json.dumps(fields).encode("utf-8")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text, 0)
+
+    return write
+
+
+def _user_tools(target: ToolTarget) -> Iterator[Tool]:
+    for obj in target.imported():
+        yield from obj.tools() if isinstance(obj, ToolRegistry) else [as_tool(obj)]
+
+
+def _serve(conn: Connection, marker_fd: int) -> None:
+    target, path = conn.recv()
+    sys.path[:] = list(dict.fromkeys([*path, *sys.path]))
+    probe = Probe(_marker_writer(marker_fd))
+    probe.install(_user_tools(target))
+    while True:
+        try:
+            kind, data = conn.recv()
+        except EOFError:
+            return
+        if kind == "close":
+            return
+        try:
+            answer: RunReport | str = _answer(kind, data, probe)
+        except Exception:  # a bug of the fuzzer's own, sent back whole
+            answer = traceback.format_exc()
+        conn.send(answer)
+
+
+def _answer(kind: str, data: dict[str, Any], probe: Probe) -> RunReport:
+    from openprogram_sim.fuzz._contract import check_contract, escape_breach
+    from openprogram_sim.fuzz._invariants import check_outcome_invariants
+    from openprogram_sim.scenario import Scenario, check_outcome, run_scenario
+
+    probe.reset()
+    scenario = Scenario.model_validate(data)
+    try:
+        outcome = run_scenario(scenario)
+    except BaseException as exc:  # a tool's SystemExit, KeyboardInterrupt, ... (reported)
+        breach = escape_breach(exc, probe.records)
+        return RunReport([breach.message], [breach], FuzzStats(runs=1), passed=False,
+                         failures=[breach.message])  # fmt: skip
+    if kind == "verdict":
+        verdict = check_outcome(outcome)
+        titles = [f.title for f in verdict.failures]
+        return RunReport(passed=verdict.passed, failures=titles, model_calls=outcome.model_calls)
+    stats = FuzzStats()
+    stats.add(outcome)
+    breaches = check_contract(outcome, probe.records)
+    violations = check_outcome_invariants(outcome) + [b.message for b in breaches]
+    report = RunReport(violations, breaches, stats, model_calls=outcome.model_calls)
+    if violations:
+        report.trace = outcome.trace
+    return report
+
+
+def main(argv: list[str]) -> None:
+    """The child: ``main([SOCKET_FD, MARKER_PATH])`` (the parent starts it). The user's tools
+    print to a null stdout: the parent's output stays its own."""
+    conn = Connection(int(argv[0]))
+    marker_fd = os.open(argv[1], os.O_WRONLY)
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        _serve(conn, marker_fd)

@@ -1,0 +1,347 @@
+"""Fuzz campaigns over the user's own tools (``openprogram-sim fuzz --registry REF``).
+
+Each generated scenario (:mod:`openprogram_sim.fuzz._usergen`) calls the user's real tools
+with arguments valid and invalid for their real schemas, nested runs of agentic functions
+included; it runs in a sandbox process (:mod:`openprogram_sim.fuzz._sandbox`) under a
+real-time limit, and is checked against the loop's invariants and the tool contract
+(:mod:`openprogram_sim.fuzz._contract`). Campaigns are cut into seeded chunks as the
+built-in campaign is, so the same seed gives the same campaign whatever the workers.
+
+Shrinking: Hypothesis shrinks a failing case as usual, except a hang: the hanging call is
+known from the start (the sandbox names it), and each run of a hanging case costs the whole
+time limit, so a hang is not shrunk (its file tries the schema's simplest arguments first,
+one run); a hang met while shrinking another failure is skipped.
+
+A contract breach becomes a regression file that replays the one call that broke it
+(:func:`~openprogram_sim.fuzz._regression.contract_document`), naming the tools by import
+path. It is kept only when it is right on both sides: run in the sandbox with that tool
+stubbed by one that keeps the contract, it passes (so a fix passes it); run as it is, it
+fails without blocking the event loop; and ``openprogram-sim run`` on the written file, in
+a real process with a time limit, fails (exit 1) against the code as it is. Otherwise
+:attr:`FuzzFailure.unexpressed` says why.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, find, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
+
+from openprogram_sim.fuzz._campaign import (
+    CampaignResult,
+    FuzzFailure,
+    Progress,
+    _Chunk,
+    _ChunkResult,
+    _chunks,
+    _Violation,
+    run_chunks,
+)
+from openprogram_sim.fuzz._contract import Breach
+from openprogram_sim.fuzz._regression import contract_document, fixed_variant, write_document
+from openprogram_sim.fuzz._sandbox import RunReport, Sandbox
+from openprogram_sim.fuzz._schemas import valid_arguments
+from openprogram_sim.fuzz._stats import FuzzStats
+from openprogram_sim.fuzz._target import ToolTarget
+from openprogram_sim.fuzz._usergen import UserOptions, user_scenario_strategy
+
+__all__ = ["reproduces_by_cli", "run_tool_campaign"]
+
+REPRODUCE_MARGIN = 20.0
+"""Seconds ``openprogram-sim run`` on a regression file may take past the file's timeout
+(its start and imports) before the check gives up on it."""
+
+BATCH = 4
+"""Scenarios per Hypothesis example (its per-example bookkeeping costs about as much as
+drawing a scenario; the shrinker drops the ones a failure does not need)."""
+
+_SHRINK_HANGS = 2
+"""Hangs met while shrinking another failure before shrinking stops running cases."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One chunk's work (picklable, for worker processes)."""
+
+    target: ToolTarget
+    options: UserOptions
+    chunks: int
+
+    def __call__(self, chunk: _Chunk) -> _ChunkResult:
+        # Hypothesis also draws constants it reads from the loaded local modules (a city
+        # name, a unit): a worker process loads the user's, as the caller's process has.
+        self.target.imported()
+        sandbox = _sandbox_for(self.target, prefetch=chunk.index + 1 < self.chunks)
+        return _run_tool_chunk(chunk, sandbox, self.target, self.options)
+
+
+_SPARE: list[Sandbox] = []
+"""A started sandbox waiting for this process's next chunk (it imports the user's code while
+the current chunk runs; each chunk still gets a fresh process, so a campaign does not
+depend on which chunks a worker ran before)."""
+
+
+def _sandbox_for(target: ToolTarget, *, prefetch: bool) -> Sandbox:
+    """A fresh sandbox for a chunk (the spare one when it fits), and a new spare."""
+    sandbox = _SPARE.pop() if _SPARE else None
+    if sandbox is None or sandbox.target != target:
+        if sandbox is not None:
+            sandbox.close()
+        sandbox = Sandbox(target)
+    if prefetch:
+        _SPARE.append(Sandbox(target).start())
+    return sandbox
+
+
+@atexit.register
+def _close_spares() -> None:
+    while _SPARE:
+        _SPARE.pop().close()
+
+
+def _breach_of(report: RunReport) -> Breach | None:
+    """The breach a regression file replays: one with a call, the most serious first."""
+    with_call = [b for b in report.breaches if b.call is not None]
+    order = ("escapes", "hangs", "not_json", "error_lost")
+    return min(with_call, key=lambda b: order.index(b.kind), default=None)
+
+
+def _run_tool_chunk(
+    chunk: _Chunk, sandbox: Sandbox, target: ToolTarget, options: UserOptions
+) -> _ChunkResult:
+    stats = FuzzStats()
+    state: dict[str, Any] = {"left": chunk.runs, "failure": None, "stop": False, "hangs": 0}
+    start = time.perf_counter()
+    scenario = user_scenario_strategy(target, options)
+
+    with sandbox:
+
+        def run_one(data: dict[str, Any]) -> None:
+            searching = state["failure"] is None
+            if searching:
+                if state["left"] <= 0:
+                    return
+                state["left"] -= 1
+            elif state["stop"]:
+                return
+            report = sandbox.run(data)
+            if searching:
+                stats.merge(report.stats or FuzzStats(runs=1))
+            if not report.violations:
+                return
+            if report.killed and not searching:  # a hang while shrinking: not worth its time
+                state["hangs"] += 1
+                state["stop"] = state["hangs"] >= _SHRINK_HANGS
+                return
+            breach = _breach_of(report)
+            state["failure"] = FuzzFailure(
+                data, report.violations, report.trace, report.model_calls, chunk.index,
+                chunk.seed, breach=breach,
+            )  # fmt: skip
+            if breach is not None and breach.kind == "hangs":
+                state["stop"] = True  # the hanging call is known: no shrinking
+            raise _Violation("\n".join(report.violations))
+
+        @hypothesis_seed(chunk.seed)
+        @settings(
+            max_examples=max(1, math.ceil(chunk.runs / chunk.batch)),
+            database=None,
+            deadline=None,
+            derandomize=False,
+            phases=(Phase.generate, Phase.shrink),
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            verbosity=Verbosity.quiet,
+            print_blob=False,
+        )
+        @given(st.lists(scenario, min_size=chunk.batch, max_size=chunk.batch))
+        def search(batch: list[dict[str, Any]]) -> None:
+            for data in batch:
+                run_one(data)
+
+        # Flaky: a hang is not run again while Hypothesis replays it
+        with contextlib.suppress(_Violation, Flaky):
+            search()
+    return _ChunkResult(chunk.index, stats, state["failure"], time.perf_counter() - start)
+
+
+def run_tool_campaign(
+    target: ToolTarget,
+    examples: int,
+    seed: int = 0,
+    workers: int = 1,
+    *,
+    regressions: str | Path | None = "scenarios/regressions",
+    timeout: float = 2.0,
+    max_turns: int = 6,
+    chunk_size: int = 512,
+    progress: Progress | None = None,
+) -> CampaignResult:
+    """Run ``examples`` generated scenarios over the user's tools (``target``, see
+    :meth:`ToolTarget.load`), each in a sandbox process under ``timeout`` seconds of real
+    time, checking the loop's invariants and the tool contract. On a failure, the case is
+    shrunk and, for a contract breach, a regression file replaying the breaking call is
+    written under ``regressions`` (None: not written) and kept if it reproduces."""
+    if examples < 0 or workers < 1 or chunk_size < 1 or not timeout > 0 or max_turns < 1:
+        raise ValueError(
+            "run_tool_campaign needs examples >= 0, workers >= 1, chunk_size >= 1, "
+            f"timeout > 0 and max_turns >= 1; got {examples}, {workers}, {chunk_size}, "
+            f"{timeout}, {max_turns}"
+        )
+    options = UserOptions(max_turns=max_turns, timeout=timeout)
+    chunks = _chunks(examples, seed, chunk_size, BATCH, 0)
+    try:
+        job = _Job(target, options, len(chunks))
+        stats, elapsed, failure = run_chunks(job, chunks, workers, progress)
+    finally:
+        _close_spares()
+    result = CampaignResult(examples, seed, workers, stats, elapsed, failure)
+    if failure is not None and regressions is not None:
+        _write(failure, target, regressions, seed, timeout)
+    return result
+
+
+# --------------------------------------------------------------------------- regression files
+
+
+def _nested_runs(failure: FuzzFailure, breach: Breach, target: ToolTarget) -> int:
+    """How many nested runs the breaking call made (from the failing trace; a killed run
+    has none: an agentic tool is assumed to run one)."""
+    call = breach.call
+    assert call is not None
+    agentic = target.get(call.tool).agentic
+    trace = failure.trace
+    starts = [i for i, e in enumerate(trace) if e["type"] == "tool_execution_start"
+              and e["tool_call_id"] == call.call_id]  # fmt: skip
+    if not starts:
+        return 1 if agentic else 0
+    runs = 0
+    for e in trace[starts[0] + 1 :]:
+        if e["type"] == "tool_execution_end" and e["tool_call_id"] == call.call_id:
+            break
+        runs += e["type"] == "agent_start" and e["depth"] == call.depth + 1
+    return runs
+
+
+def _write(
+    failure: FuzzFailure, target: ToolTarget, directory: str | Path, seed: int, limit: float
+) -> None:
+    breach = failure.breach
+    if breach is None or breach.call is None:
+        failure.unexpressed = (
+            "no single call of your tools broke the contract (a loop invariant broke, which "
+            "the seed's rules cannot decide for a scenario that runs your Python)"
+        )
+        return
+    if breach.kind == "error_lost":
+        failure.unexpressed = (
+            "the tool raised and its result was not an error: a bug of the loop, which a file "
+            "over your tools cannot pin down without your tool's behaviour"
+        )
+        return
+    nested = _nested_runs(failure, breach, target)
+    tries = [breach]
+    if breach.kind == "hangs":  # not shrunk: first try the schema's simplest arguments
+        simplest = _simplest(target.get(breach.call.tool).parameters)
+        if simplest is not None and simplest != breach.call.args:
+            tries.insert(0, replace(breach, call=replace(breach.call, args=simplest)))
+    problems: list[str] = []
+    chosen: dict[str, Any] | None = None
+    with Sandbox(target) as sandbox:
+        for attempt in tries:
+            document = contract_document(target, attempt, failure.violations,
+                                         nested_runs=nested, limit=limit, seed=seed)  # fmt: skip
+            problem, final = _check_both_sides(sandbox, document, target, breach.call.tool)
+            if problem is None:
+                chosen = document
+                break
+            problems.append(problem)
+            if final:  # no other arguments change it
+                break
+    if chosen is None:
+        failure.unexpressed = problems[-1]
+        return
+    path = write_document(directory, chosen)
+    failure.reproduced, why = reproduces_by_cli(path, target.pythonpath, limit)
+    if failure.reproduced:
+        failure.path = path
+        return
+    path.unlink()
+    failure.unexpressed = f"the regression file would not reproduce it: {why}"
+
+
+def _simplest(schema: dict[str, Any]) -> Any:
+    """The simplest valid arguments for ``schema`` (what Hypothesis shrinks toward), or None
+    when the schema has none."""
+    quiet = settings(database=None, deadline=None, suppress_health_check=list(HealthCheck),
+                     verbosity=Verbosity.quiet)  # fmt: skip
+    try:
+        return find(valid_arguments(schema), lambda _: True, settings=quiet)
+    except (NoSuchExample, Unsatisfiable):
+        return None
+
+
+def _check_both_sides(
+    sandbox: Sandbox, document: dict[str, Any], target: ToolTarget, tool: str
+) -> tuple[str | None, bool]:
+    """Why ``document`` is no regression file (None: it is one), and whether that is final
+    (other arguments would not change it). Run in the sandbox, the file must pass with
+    ``tool`` stubbed by one that keeps the contract (a fix passes it), and fail as it is,
+    without blocking the event loop (``openprogram-sim run`` enforces the file's
+    ``timeout:`` on its event loop, so a file over a tool that blocks it would hang)."""
+    fixed = fixed_variant(document, target, tool)
+    if fixed is not None:  # no stub plays several nested runs: the real-process check decides
+        report = sandbox.verdict(fixed)
+        if not report.passed:
+            failures = "; ".join(report.failures)
+            return f"the file would fail on a fixed {tool} too ({failures})", True
+    report = sandbox.verdict(document)
+    if report.killed:
+        return (
+            f"{tool} blocks the event loop, and `openprogram-sim run` enforces a file's "
+            "`timeout:` on its event loop, so a file replaying the call would hang rather "
+            "than fail"
+        ), True
+    if report.passed:
+        return (
+            "replayed alone, the call passes the file: the text the model is sent for its "
+            "value parses as JSON (a scenario file sees only that text), or the breach needs "
+            "the calls before it"
+        ), False
+    return None, False
+
+
+def reproduces_by_cli(
+    path: str | Path, pythonpath: Sequence[str] = (), limit: float = 5.0
+) -> tuple[bool, str]:
+    """Whether ``openprogram-sim run PATH`` fails on it (exit 1), in a real process in the
+    current directory; a run that outlives ``limit`` plus :data:`REPRODUCE_MARGIN` is killed
+    and does not count. Returns the verdict and what happened."""
+    command = [sys.executable, "-m", "openprogram_sim.cli", "run", str(path)]
+    for folder in pythonpath:
+        command += ["--pythonpath", folder]
+    wait = limit + REPRODUCE_MARGIN
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=wait)
+    except subprocess.TimeoutExpired:
+        return False, (
+            f"`openprogram-sim run` did not finish on it within {math.ceil(wait)} s: the "
+            "tool blocks the event loop, so the run's timeout cannot stop it (a file would "
+            "hang rather than fail)"
+        )
+    if done.returncode == 1:
+        return True, "it fails"
+    tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
+    return False, f"`openprogram-sim run` exits {done.returncode} on it ({tail[0]})"
