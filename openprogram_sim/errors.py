@@ -11,8 +11,13 @@
     ├── ToolFailure              what a scenario tool with ``raises:`` raises (a RuntimeError)
     ├── MatchTimeoutError        a ``$regex`` took longer than its time limit on one value
     ├── MisuseError              the harness was called the wrong way (a RuntimeError)
-    └── WireEncodeError          a scripted turn cannot be expressed on an API's wire
-                                 (also a ValueError)
+    ├── WireEncodeError          a scripted turn cannot be expressed on an API's wire
+    │                            (also a ValueError)
+    └── CassetteError            a cassette cannot be used as asked
+        ├── CassetteFormatError  a cassette file cannot be read (file, place, reason)
+        ├── SecretLeakError      the final scan found a key shape: nothing was written
+        └── CassetteMismatchError requests the cassette could not answer, or recorded
+                                 interactions never requested (also an AssertionError)
 
 Errors of the engine (``ModelError``, ``RunAbortedError``, ...) are
 :class:`openprogram.OpenProgramError`; a scenario run records them as data, it does not
@@ -24,12 +29,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "CassetteError",
+    "CassetteFormatError",
+    "CassetteMismatchError",
     "MatchTimeoutError",
     "MisuseError",
     "ScenarioError",
     "ScenarioIssue",
     "ScriptExhaustedError",
     "ScriptedFault",
+    "SecretLeakError",
     "SimError",
     "ToolFailure",
     "WireEncodeError",
@@ -92,3 +101,33 @@ class MatchTimeoutError(SimError):
 class MisuseError(SimError, RuntimeError):
     """The harness was called the wrong way (e.g. ``run_scenario`` inside a running event
     loop); the message says what to call instead."""
+
+
+class CassetteError(SimError):
+    """A cassette cannot be used as asked (see the subclasses)."""
+
+
+class CassetteFormatError(CassetteError, ValueError):
+    """A cassette file cannot be read: the message names the file, the place in it and
+    what is wrong."""
+
+
+class SecretLeakError(CassetteError):
+    """A cassette still held a key shape after scrubbing; nothing was written.
+    ``findings`` lists each place (``interactions[0].request.headers.x-api-key``) and the
+    kind of secret, never the secret itself."""
+
+    def __init__(self, path: str, findings: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.findings = findings
+        places = "\n".join(f"  {where}: {kind}" for where, kind in findings)
+        super().__init__(
+            f"{path}: not saved: {len(findings)} secret(s) left after scrubbing:\n{places}\n"
+            "scrubbing could not reach them (binary data, an unusual form); keep the secret "
+            "out of what the session sends, or name its value: Cassette(..., secrets=[...])"
+        )
+
+
+class CassetteMismatchError(CassetteError, AssertionError):
+    """A cassette replay went wrong: requests it had no answer for, or recorded
+    interactions that were never requested."""

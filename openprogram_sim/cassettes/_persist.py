@@ -1,0 +1,111 @@
+"""Reading and writing cassette files (a vcrpy persister): bounded, safe loading; the final
+secret scan; atomic saves.
+
+A save writes a temporary file in the cassette's own folder and moves it over the cassette
+with ``os.replace``: a crash part-way leaves the old file (or none), never half a file, and
+the temporary file is removed whatever happens in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from vcr.persisters.filesystem import CassetteNotFoundError
+from vcr.serialize import deserialize, serialize
+
+from openprogram_sim.cassettes._format import dump_yaml, iter_bodies, to_readable
+from openprogram_sim.cassettes._scrub import streamed_secrets
+from openprogram_sim.cassettes._secrets import Scrubber, find_secrets
+from openprogram_sim.errors import CassetteFormatError, SecretLeakError
+
+__all__ = ["MAX_CASSETTE_BYTES", "Persister", "atomic_write"]
+
+MAX_CASSETTE_BYTES = 64 * 1024 * 1024
+"""A cassette file larger than this is refused before it is parsed."""
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and
+    ``os.replace``; the temporary file never outlives the call."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        # a failure (or KeyboardInterrupt) mid-save: the old cassette stays as it was
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+class _Grab:
+    """A serializer that keeps vcrpy's cassette dict instead of writing it out."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+
+    def serialize(self, data: dict[str, Any]) -> str:
+        self.data = data
+        return ""
+
+
+class Persister:
+    """vcrpy's persister interface (``load_cassette``/``save_cassette``) for one cassette
+    session: ``secrets`` gives the exact values the final scan looks for besides the key
+    shapes (the environment's keys and the credentials requests carried)."""
+
+    def __init__(self, secrets: Callable[[], Iterable[str]] = tuple) -> None:
+        self._secrets = secrets
+
+    def load_cassette(self, cassette_path: Any, serializer: Any) -> Any:
+        path = Path(cassette_path)
+        if not path.is_file():
+            raise CassetteNotFoundError()
+        if path.stat().st_size > MAX_CASSETTE_BYTES:
+            raise CassetteFormatError(f"{path}: larger than {MAX_CASSETTE_BYTES} bytes; refused")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise CassetteFormatError(
+                f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8"
+            ) from None
+        if not text.strip():
+            raise CassetteNotFoundError()
+        try:
+            return deserialize(text, serializer)
+        except CassetteFormatError as exc:
+            raise CassetteFormatError(f"{path}: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CassetteFormatError(f"{path}: not a cassette: {exc}") from None
+
+    def save_cassette(self, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
+        path = Path(cassette_path)
+        grab = _Grab()
+        serialize(cassette_dict, grab)  # vcrpy's own shaping (text bodies, headers)
+        readable = to_readable(grab.data)
+        secrets = list(self._secrets())
+        findings = find_secrets(readable, secrets)
+        scrubber = Scrubber(secrets)
+        for place, raw in iter_bodies(grab.data):
+            text = raw.decode("latin-1")
+            if scrubber.text(text) != text and not any(f[0].startswith(place) for f in findings):
+                findings.append((place, "a key shape inside the body's bytes"))
+        for i, interaction in enumerate(grab.data.get("interactions", [])):
+            if streamed_secrets(interaction["response"], scrubber):
+                place = f"interactions[{i}].response.body"
+                findings.append((place, "a secret streamed in pieces across its events"))
+        text = dump_yaml(readable)
+        if not findings and scrubber.text(text) != text:
+            findings.append(("the written text", "a key shape"))
+        if findings:
+            raise SecretLeakError(str(path), findings)
+        atomic_write(path, text)

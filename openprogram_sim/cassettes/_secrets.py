@@ -1,0 +1,266 @@
+"""Secrets kept off disk: scrubbing what a cassette stores, and the final scan before a save.
+
+Scrubbing runs on every interaction as it is recorded (vcrpy's ``before_record_request`` and
+``before_record_response`` hooks), and on every live request before it is matched, so the
+stored form and the live form compare alike:
+
+* credential headers (:data:`~openprogram_sim.wire.CREDENTIAL_HEADERS`, plus
+  ``set-cookie`` and the SigV4 headers) keep their name, and an auth scheme such as
+  ``Bearer``, with the value ``<redacted>``;
+* key query parameters (Gemini's ``key=``, ``api_key=``, ``access_token=``, presigned
+  ``X-Amz-*``) are masked the same way;
+* bodies lose every key shape (:data:`KEY_SHAPES`) and every known secret value: the
+  provider keys and AWS credentials in the environment, and the credentials the request
+  itself carried in its headers, in each form they take in text (raw, JSON-escaped,
+  URL-encoded).
+
+:func:`find_secrets` is the last look before a save: any key shape or known value left in
+any string of the cassette, or a credential header that is not masked, is a finding named
+by its place (``interactions[1].request.headers.x-api-key``), and the persister then refuses
+to write (:class:`~openprogram_sim.errors.SecretLeakError`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from openprogram_sim.wire import CREDENTIAL_HEADERS, mask_headers, mask_url
+
+__all__ = [
+    "KEY_SHAPES",
+    "REDACTED",
+    "SCRUBBED_HEADERS",
+    "SECRET_ENV_VARS",
+    "Scrubber",
+    "find_secrets",
+    "known_secrets",
+]
+
+REDACTED = "<redacted>"
+
+SCRUBBED_HEADERS = CREDENTIAL_HEADERS | {
+    "set-cookie",
+    "x-amz-date",
+    "x-amz-content-sha256",
+    "x-goog-api-client-key",
+}
+"""Headers whose values never reach a cassette (compared lower-case)."""
+
+SECRET_ENV_VARS = (
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+)
+"""Environment variables whose values are scrubbed wherever they appear."""
+
+_B64 = "A-Za-z0-9/+"
+KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("anthropic-key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}")),
+    ("openai-key", re.compile(r"(?<![\w-])sk-(?!ant-)[A-Za-z0-9_-]{20,}")),
+    ("google-key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}")),
+    ("aws-access-key-id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    (
+        # 40 characters of base64 standing alone, with upper and lower case, a digit and a
+        # '/' or '+' (longer base64, hex digests and ids do not qualify)
+        "aws-secret-key",
+        re.compile(
+            rf"(?<![{_B64}=])(?=[{_B64}]*[A-Z])(?=[{_B64}]*[a-z])(?=[{_B64}]*[0-9])"
+            rf"(?=[{_B64}]*[/+])[{_B64}]{{40}}(?![{_B64}=])"
+        ),
+    ),
+    (
+        # a secret named as such: "aws_secret_access_key": "...", SecretAccessKey=...
+        "aws-secret-key",
+        re.compile(
+            r"(?i)(?:secret_?access_?key|aws_secret_key)[\"']?\s*[:=]\s*[\"']?"
+            r"([A-Za-z0-9/+]{40})"
+        ),
+    ),
+)
+"""What a key looks like: (kind, pattern) for OpenAI, Anthropic, Google and AWS keys; where
+a pattern has a group, the group is the secret (the rest is its context)."""
+
+_MIN_SECRET = 8  # shorter values would mask ordinary words
+_AWS_QUERY = re.compile(
+    r"([?&]X-Amz-(?:Signature|Credential|Security-Token)=)[^&#]*", re.IGNORECASE
+)
+
+
+def known_secrets(extra: Iterable[str] = ()) -> set[str]:
+    """The secret values to scrub: those of :data:`SECRET_ENV_VARS` that are set, and
+    ``extra``; values shorter than 8 characters are left out."""
+    values = {os.environ.get(name, "").strip() for name in SECRET_ENV_VARS}
+    values.update(v.strip() for v in extra)
+    return {v for v in values if len(v) >= _MIN_SECRET}
+
+
+def _forms(secret: str) -> set[str]:
+    """Every form ``secret`` takes in text: raw, JSON-escaped, URL-encoded."""
+    return {secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote(secret)}
+
+
+def _credential(name: str, value: str) -> str:
+    """The secret part of a credential header's value (its scheme dropped)."""
+    _, sep, rest = value.partition(" ")
+    if sep and name.lower().endswith("authorization"):
+        return rest.strip()
+    return value.strip()
+
+
+class Scrubber:
+    """Scrubs headers, URLs and body text (see the module docstring). ``secrets`` are the
+    exact values to mask besides the key shapes; :meth:`learn` adds the credentials a
+    request carries."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(secrets)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        new = {form for s in secrets if len(s.strip()) >= _MIN_SECRET for form in _forms(s.strip())}
+        if new - self._values:
+            self._values |= new
+            # longest first, so a value is masked whole before a part of it could be
+            ordered = sorted(self._values, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+
+    @property
+    def secrets(self) -> set[str]:
+        """The exact values masked (each in every form it takes in text)."""
+        return set(self._values)
+
+    def learn(self, headers: Mapping[str, Any]) -> None:
+        """Remember the credentials in ``headers`` (e.g. a key passed as ``api_key=``, which
+        no environment variable holds) so bodies that echo them are scrubbed too."""
+        found = []
+        for name, value in headers.items():
+            if name.lower() in SCRUBBED_HEADERS:
+                for v in value if isinstance(value, list) else [value]:
+                    found.append(_credential(name, str(v)))
+        self.add(found)
+
+    def text(self, text: str) -> str:
+        """``text`` with every known secret and key shape masked."""
+        if self._pattern is not None:
+            text = self._pattern.sub(REDACTED, text)
+        for kind, pattern in KEY_SHAPES:
+            text = pattern.sub(_masker(kind), text)
+        return text
+
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Where ``text`` holds a secret: ``(start, end, kind)``, in order, not overlapping."""
+        found: list[tuple[int, int, str]] = []
+        if self._pattern is not None:
+            found += [(m.start(), m.end(), "secret") for m in self._pattern.finditer(text)]
+        for kind, pattern in KEY_SHAPES:
+            for m in pattern.finditer(text):
+                span = m.span(1) if pattern.groups else m.span()
+                found.append((span[0], span[1], kind))
+        out: list[tuple[int, int, str]] = []
+        for start, end, kind in sorted(found):
+            if not out or start >= out[-1][1]:
+                out.append((start, end, kind))
+        return out
+
+    def value(self, value: Any) -> Any:
+        """A parsed JSON value with every string scrubbed (keys included)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.value(v) for k, v in value.items()}
+        return value
+
+    def headers(self, headers: Mapping[str, Any]) -> dict[str, Any]:
+        """``headers`` (each value a string or a list of them) with credential values
+        masked and every other value scrubbed as text."""
+        out: dict[str, Any] = {}
+        for name, value in headers.items():
+            values = value if isinstance(value, list) else [value]
+            masked = [self._header(name, str(v)) for v in values]
+            out[name] = masked if isinstance(value, list) else masked[0]
+        return out
+
+    def _header(self, name: str, value: str) -> str:
+        if name.lower() in SCRUBBED_HEADERS:
+            if name.lower() in CREDENTIAL_HEADERS:
+                return mask_headers({name: value})[name]
+            return REDACTED
+        return self.text(value)
+
+    def url(self, url: str) -> str:
+        return self.text(_AWS_QUERY.sub(lambda m: m.group(1) + REDACTED, mask_url(url)))
+
+
+def _masker(kind: str) -> Any:
+    mask = f"<redacted:{kind}>"
+
+    def replace(match: re.Match[str]) -> str:
+        if match.re.groups:
+            whole, start = match.group(0), match.start(1) - match.start(0)
+            return whole[:start] + mask + whole[start + len(match.group(1)) :]
+        return mask
+
+    return replace
+
+
+def _is_masked(value: str) -> bool:
+    return value == REDACTED or value.endswith(" " + REDACTED)
+
+
+def find_secrets(data: Any, secrets: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """Every place in ``data`` (the cassette as it will be written) that still holds a
+    secret: ``(place, kind)``, e.g. ``("interactions[0].request.headers.x-api-key",
+    "credential header")``. ``secrets`` are exact values to look for besides the key
+    shapes."""
+    scrubber = Scrubber(secrets)
+    findings: list[tuple[str, str]] = []
+    for place, key, value in _strings(data, ""):
+        if key is not None and key.lower() in SCRUBBED_HEADERS and ".headers." in place:
+            if not _is_masked(value):
+                findings.append((place, "credential header"))
+            continue
+        kind = _kind_of(value, scrubber)
+        if kind is not None:
+            findings.append((place, kind))
+    return findings
+
+
+def _kind_of(text: str, scrubber: Scrubber) -> str | None:
+    if scrubber._pattern is not None and scrubber._pattern.search(text):
+        return "a known secret value (from the environment or the request's credentials)"
+    for kind, pattern in KEY_SHAPES:
+        if pattern.search(text):
+            return kind
+    return None
+
+
+def _strings(
+    node: Any, place: str, key: str | None = None
+) -> Iterator[tuple[str, str | None, str]]:
+    """``(place, header name or None, text)`` for every string (and bytes) in ``node``."""
+    if isinstance(node, str):
+        yield place, key, node
+    elif isinstance(node, (bytes, bytearray)):
+        yield place, key, bytes(node).decode("latin-1")
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            sub = f"{place}.{k}" if place else str(k)
+            yield f"{sub} (the key)", None, str(k)
+            yield from _strings(v, sub, str(k))
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            yield from _strings(v, f"{place}[{i}]", key)
