@@ -21,6 +21,8 @@ from pydantic import BaseModel, ValidationError
 from openprogram_sim.errors import ScenarioError, ScenarioIssue
 from openprogram_sim.scenario._python import PythonRefError, import_ref, import_roots
 from openprogram_sim.scenario._schema import (
+    CassetteFault,
+    CassetteModel,
     EventExpect,
     ExecArgs,
     Expect,
@@ -62,6 +64,8 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
     """The keys allowed at ``path`` (for "did you mean" hints)."""
     targets: dict[str, type[BaseModel]] = {
         "": Scenario,
+        "cassette": CassetteModel,
+        "faults": CassetteFault,
         "exec": ExecArgs,
         "expect": Expect,
         "tool": ToolDef,
@@ -77,6 +81,10 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         key = "exec"
     elif names[0] == "tools":
         key = "tool"
+    elif names[0] == "model" and not any(isinstance(p, int) for p in path):
+        key = "cassette"  # model: {cassette: ...}, a mapping
+    elif names[0] == "model" and names[1:2] == ["faults"]:
+        key = "faults"
     elif names[0] == "model":
         key = "turn"
     elif names[0] == "expect" and len(names) > 1 and names[1] == "requests":
@@ -141,17 +149,6 @@ def _semantic_issues(
                     )
                 )
 
-    model = data.get("model")
-    if isinstance(model, dict) and "cassette" in model:
-        issues.append(
-            ScenarioIssue(
-                file,
-                lines.line(("model", "cassette")),
-                "model.cassette",
-                "model: {cassette: ...} (replaying recorded provider HTTP) is not supported by "
-                "this version yet; script the model's turns as a list under `model:`",
-            )
-        )
     check_names(_dict(data.get("exec")).get("tools"), ("exec", "tools"), "exec.tools")
     for tool_name, tool in tools.items():
         nested = _dict(_dict(tool).get("exec"))

@@ -184,9 +184,19 @@ def _turn(turn: ModelTurn) -> Turn:
 
 def build_model(scenario: Scenario) -> ScriptedModel:
     """The scripted model for the scenario's ``model:`` turns."""
-    if not isinstance(scenario.model, list):  # the loader rejects cassettes for now
-        raise TypeError(f"{scenario.path}: model: must be a list of turns")
+    if not isinstance(scenario.model, list):
+        raise TypeError(f"{scenario.path}: model: names a cassette, not a list of turns")
     return ScriptedModel([_turn(t) for t in scenario.model])
+
+
+def _scenario_model(scenario: Scenario) -> Provider:
+    """The model a scenario names: its scripted turns, or its cassette replayed through
+    the real adapter."""
+    if isinstance(scenario.model, list):
+        return build_model(scenario)
+    from openprogram_sim.cassettes import scenario_provider
+
+    return scenario_provider(scenario)
 
 
 class _Formatter(string.Formatter):
@@ -460,7 +470,7 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
     and its requests are recorded for ``expect.requests``.
     """
     if provider is None:
-        provider = build_model(scenario)
+        provider = _scenario_model(scenario)
     observed = provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
     runtime, build, recorder, injections = _build_runtime(scenario, observed)
     start = time.perf_counter()
@@ -487,7 +497,10 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
         scripted_turns: int | None = len(observed.turns)
         unconsumed = len(observed.unconsumed)
     else:
-        usage, scripted_turns, unconsumed = list(observed.usage), None, 0
+        usage = list(observed.usage)
+        # a cassette replay says how many interactions it holds and which went unplayed
+        scripted_turns = getattr(provider, "scripted_turns", None)
+        unconsumed = int(getattr(provider, "unconsumed", 0))
     return RunOutcome(
         scenario=scenario,
         trace=recorder.trace,

@@ -17,6 +17,7 @@ from pydantic import (
     PrivateAttr,
     Tag,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 
@@ -25,6 +26,7 @@ from openprogram_sim.trace import EVENT_FIELDS, field_schema
 
 __all__ = [
     "AbortPoint",
+    "CassetteFault",
     "CassetteModel",
     "EventExpect",
     "ExecArgs",
@@ -204,18 +206,68 @@ class ModelTurn(_Model):
         return self
 
 
-class CassetteModel(_Model):
-    """``model: {cassette: path}``: replay recorded provider HTTP through a real adapter."""
+class CassetteFault(_Model):
+    """``model.faults``: a fault played on top of a cassette, at the ``turn``-th request of
+    the replay, through the real adapter."""
 
-    cassette: str
+    turn: int = Field(ge=1, description="The request it applies to (1: the first).")
+    cut_after: int | None = Field(
+        None, ge=0, description="Serve the recorded reply's first N events, then drop it."
+    )
+    status: int | None = Field(
+        None,
+        ge=400,
+        le=599,
+        description="Answer with the API's HTTP error (e.g. 429, 503); the recorded reply "
+        "is kept for the next request.",
+    )
+    retry_after: float | None = Field(None, ge=0, description="retry-after of the error (s).")
+    message: str | None = Field(None, description="The error's message.")
+
+    @model_validator(mode="after")
+    def _one_fault(self) -> CassetteFault:
+        if (self.cut_after is None) == (self.status is None):
+            raise ValueError("give exactly one of cut_after: N or status: CODE")
+        return self
+
+
+class CassetteModel(_Model):
+    """``model: {cassette: path, model: PROVIDER:MODEL}``: replay recorded provider HTTP
+    through openprogram's real adapter (``openprogram-sim record`` makes the file)."""
+
+    cassette: str = Field(description="The cassette file, relative to this scenario file.")
+    model: str | None = Field(
+        None,
+        description="The adapter, PROVIDER:MODEL (e.g. anthropic:claude-sonnet-4-5); default: "
+        "the one the cassette was recorded with.",
+    )
+    ignore: list[str] | None = Field(
+        None,
+        description="JSON paths of request-body fields left out of matching, e.g. "
+        "$.metadata or $.messages[*].cache_control (default: per-user ids).",
+    )
+    faults: list[CassetteFault] = Field(default_factory=list)
+    timing: Literal["instant", "recorded"] = Field(
+        "instant", description="instant: no waiting; recorded: the recorded pace."
+    )
+
+    @field_validator("ignore")
+    @classmethod
+    def _readable_paths(cls, patterns: list[str] | None) -> list[str] | None:
+        from openprogram_sim.cassettes._match import parse_path
+
+        for pattern in patterns or ():
+            parse_path(pattern)  # a ValueError names the pattern and the fix
+        return patterns
 
 
 def _model_tag(value: Any) -> str:
-    return "cassette" if isinstance(value, (dict, CassetteModel)) else "turns"
+    # not "cassette": a tag that is also a key would hide the key path in error locations
+    return "recording" if isinstance(value, (dict, CassetteModel)) else "turns"
 
 
 ModelField = Annotated[
-    Annotated[list[ModelTurn], Tag("turns")] | Annotated[CassetteModel, Tag("cassette")],
+    Annotated[list[ModelTurn], Tag("turns")] | Annotated[CassetteModel, Tag("recording")],
     Discriminator(_model_tag),
 ]
 
@@ -496,15 +548,18 @@ def _fill_placeholders(node: Any) -> None:
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of scenario files, for editors: every key, every event name and its
-    fields with their types; ``model`` as a list of turns (cassettes are not built yet)."""
+    fields with their types; ``model`` as a list of turns or a cassette."""
     schema = Scenario.model_json_schema()
     schema["properties"].pop("path", None)
     defs = schema["$defs"]
-    defs.pop("CassetteModel", None)
     schema["properties"]["model"] = {
-        "type": "array",
-        "items": {"$ref": "#/$defs/ModelTurn"},
-        "description": "One turn per model call, in call order across nesting levels.",
+        "oneOf": [
+            {"type": "array", "items": {"$ref": "#/$defs/ModelTurn"}},
+            {"$ref": "#/$defs/CassetteModel"},
+        ],
+        "description": "One turn per model call, in call order across nesting levels; or "
+        "{cassette: FILE, model: PROVIDER:MODEL}, a recorded session replayed through the "
+        "real adapter.",
     }
     schema["oneOf"] = [{"required": ["exec"]}, {"required": ["call"]}]  # one top level
     defs["Matcher"] = _MATCHER

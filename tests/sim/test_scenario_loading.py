@@ -177,8 +177,13 @@ def test_json_schema_covers_every_key() -> None:
         "toolsets", "exec", "call", "args", "model", "steering", "follow_ups", "abort",
         "timeout", "expect",
     }  # fmt: skip
-    assert "CassetteModel" not in schema["$defs"]  # not built yet: editors do not offer it
-    assert schema["properties"]["model"]["type"] == "array"
+    assert schema["properties"]["model"]["oneOf"] == [
+        {"type": "array", "items": {"$ref": "#/$defs/ModelTurn"}},
+        {"$ref": "#/$defs/CassetteModel"},
+    ]
+    cassette = schema["$defs"]["CassetteModel"]
+    assert cassette["required"] == ["cassette"]
+    assert {"cassette", "model", "ignore", "faults", "timing"} == set(cassette["properties"])
     assert schema["required"] == ["scenario", "model"]
     assert schema["oneOf"] == [{"required": ["exec"]}, {"required": ["call"]}]
     defs = schema["$defs"]
@@ -247,14 +252,16 @@ def test_every_mistake_of_a_file_is_reported_at_once() -> None:
     ]
 
 
-def test_cassette_models_are_refused_clearly_until_replay_exists() -> None:
-    text = GOOD.replace(
-        '  - tool_calls: [{search: {q: a}}]\n  - text: "Found."', "  cassette: rec.yaml"
-    )
-    assert errors_of(text) == [
-        "case.yaml:10: (model.cassette) model: {cassette: ...} (replaying recorded provider "
-        "HTTP) is not supported by this version yet; script the model's turns as a list under "
-        "`model:`"
+def test_a_cassette_model_loads_and_its_mistakes_name_their_lines() -> None:
+    block = '  - tool_calls: [{search: {q: a}}]\n  - text: "Found."'
+    text = GOOD.replace(block, "  cassette: rec.yaml\n  model: anthropic:claude-sonnet-4-5")
+    scenario = parse_scenario(text, "case.yaml")
+    assert scenario.model.cassette == "rec.yaml"
+    assert scenario.model.model == "anthropic:claude-sonnet-4-5"
+    bad = GOOD.replace(block, "  cassette: rec.yaml\n  faults: [{turn: 1}]\n  timming: recorded")
+    assert errors_of(bad) == [
+        "case.yaml:11: (model.faults[0]) give exactly one of cut_after: N or status: CODE",
+        "case.yaml:12: (model.timming) unknown key 'timming'; did you mean 'timing'?",
     ]
 
 
