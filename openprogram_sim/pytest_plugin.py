@@ -12,6 +12,8 @@ Options (group ``openprogram``)::
                                       fail the session below a floor of behaviours
     --openprogram-coverage-source PKG measure your tool code with coverage.py, one
                                       context per scenario (--openprogram-coverage-data)
+    --openprogram-record-mode MODE    none (default, and always when CI is set), once,
+                                      new_episodes or all, for openprogram_cassette
 
 Each scenario file is one item (``path/to/file.yaml::<title>``); a failing one shows the
 verdict's diff, an invalid one its ``file:line`` errors. Scenario items carry JUnit
@@ -25,6 +27,10 @@ HTTP to any client) and ``openprogram_assert_events``; the module function
 :func:`assert_events` does the same. A test that used them appears in the report with its
 traces. Records travel to the pytest-xdist controller on the test reports, so ``-n`` runs
 write one report.
+
+``openprogram_cassette`` (with the ``openprogram_cassette`` marker naming its file, and the
+overridable ``openprogram_cassette_config``) records and replays every ``httpx``/``httpx2``
+client of a test (see :mod:`openprogram_sim.cassettes`).
 
 Only pytest and the standard library are imported at start-up; the harness is imported
 when a scenario or fixture is used.
@@ -108,6 +114,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write a self-contained HTML report of scenarios and traced tests to PATH",
     )
     _add_coverage_options(group)
+    _add_cassette_options(group)
 
 
 def _add_coverage_options(group: Any) -> None:
@@ -203,6 +210,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(collector, "openprogram-collector")
     config.addinivalue_line(
         "markers", "openprogram_scenario: a test item collected from a scenario file"
+    )
+    config.addinivalue_line(
+        "markers",
+        "openprogram_cassette(path=None, **options): the openprogram_cassette fixture's "
+        "file (relative to the test file) and Cassette options",
     )
     if any(_given(config.getoption(name, None)) for name in _COVERAGE_OPTIONS):
         from openprogram_sim.coverage._pytest import CoverageHooks
@@ -620,3 +632,70 @@ def openprogram_assert_events() -> Callable[..., None]:
     from openprogram_sim.trace import assert_events
 
     return assert_events
+
+
+# --------------------------------------------------------------------------- cassettes
+
+
+def _add_cassette_options(group: Any) -> None:
+    group.addoption(
+        "--openprogram-record-mode",
+        dest="openprogram_record_mode",
+        choices=("none", "once", "new_episodes", "all"),
+        default="none",
+        help="how the openprogram_cassette fixture treats its cassette: none (default) "
+        "replays only; once records a missing cassette; new_episodes records what the "
+        "cassette cannot answer; all records everything again. Always none when CI is set.",
+    )
+
+
+@pytest.fixture
+def openprogram_cassette_config() -> dict[str, Any]:
+    """Options for every ``openprogram_cassette`` in its scope: override it in a
+    ``conftest.py`` (e.g. ``{"ignore": ["$.metadata"], "timing": "recorded"}``); the
+    marker's options are applied over it. Keys are :class:`~openprogram_sim.cassettes.
+    Cassette` arguments, plus ``folder`` (where unnamed cassettes go, relative to the test
+    file; default ``cassettes/<module>``)."""
+    return {}
+
+
+def _cassette_path(request: pytest.FixtureRequest, folder: str | None) -> Path:
+    """``cassettes/<test module>/<test name>.yaml`` beside the test file, pytest-recording's
+    convention."""
+    test_file = Path(str(request.node.path))
+    name = "".join(c if c.isalnum() or c in "-_.[]" else "_" for c in request.node.name)
+    base = test_file.parent / (folder if folder is not None else f"cassettes/{test_file.stem}")
+    return base / f"{name}.yaml"
+
+
+@pytest.fixture
+def openprogram_cassette(
+    request: pytest.FixtureRequest, openprogram_cassette_config: dict[str, Any]
+) -> Generator[Any, None, None]:
+    """A :class:`~openprogram_sim.cassettes.Cassette` answering every ``httpx``/``httpx2``
+    client of the test (openprogram's adapters and the official SDKs alike), in the record
+    mode of ``--openprogram-record-mode`` (``none`` unless given, and always in CI).
+    ``@pytest.mark.openprogram_cassette("file.yaml", ignore=[...], faults=[...])`` names
+    the file and options; ``cassette.provider("anthropic:claude-...")`` is openprogram's
+    adapter bound to it. At teardown what was recorded is saved, and requests the cassette
+    could not answer, or recorded interactions never requested, fail the test."""
+    from openprogram_sim.cassettes import Cassette
+
+    options = dict(openprogram_cassette_config)
+    marker = request.node.get_closest_marker("openprogram_cassette")
+    path_arg = None
+    if marker is not None:
+        path_arg = marker.args[0] if marker.args else marker.kwargs.get("path")
+        options.update({k: v for k, v in marker.kwargs.items() if k != "path"})
+    folder = options.pop("folder", None)
+    if path_arg is None:
+        path = _cassette_path(request, folder)
+    else:
+        path = Path(str(request.node.path)).parent / str(path_arg)
+    mode = request.config.getoption("openprogram_record_mode", None)
+    cassette = Cassette(path, record_mode=mode, **options)
+    with cassette.patch():
+        yield cassette
+    problems = cassette.problems()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
