@@ -1,4 +1,5 @@
-"""``openprogram-sim``: run scenario files, serve them over HTTP, fuzz the loop.
+"""``openprogram-sim``: run scenario files, serve them over HTTP, fuzz the loop, record
+real sessions as cassettes.
 
     openprogram-sim run [PATHS...] [--json] [-k TEXT] [-m TAG] [--report PATH]
                         [--pythonpath DIR] [--model PROVIDER:MODEL [--base-url URL]]
@@ -6,8 +7,12 @@
     openprogram-sim init REF [-o FILE]
     openprogram-sim serve SCENARIO [--host H] [--port N]
     openprogram-sim fuzz [--examples N] [--seed S] [--workers K] [--regressions DIR]
+    openprogram-sim record SCENARIO [--model PROVIDER:MODEL] [--cassette PATH]
+                           [--base-url URL] [--record-mode MODE]
+    openprogram-sim distill CASSETTE [--scenario SCENARIO] [-o FILE]
 
-One module per subcommand (``run``, ``schema``, ``init``, ``serve``, ``fuzz``).
+One module per subcommand (``run``, ``schema``, ``init``, ``serve``, ``fuzz``, ``record``,
+``distill``).
 
 ``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
 each failure and a summary; a progress bar is drawn on stderr for long runs in a terminal.
