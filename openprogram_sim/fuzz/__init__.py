@@ -23,6 +23,15 @@ processes, with the first violation shrunk and written as a regression scenario 
 file's expectations are the seed's rules applied to its script (:func:`derive_expect`),
 never the failing run, and it is kept only if ``openprogram-sim run`` on it fails against
 the loop that produced it (:func:`reproduces`); a correct loop passes it.
+
+:func:`run_tool_campaign` (``openprogram-sim fuzz --registry pkg.module:registry``) fuzzes
+*your* tools (a :class:`ToolTarget`): generated calls with arguments valid and invalid for
+their real schemas, run for real in a sandbox process under a real-time limit, checked
+against the invariants and the tool contract every tool keeps (:data:`BREACH_KINDS`: what
+a tool raises becomes an error result and never leaves exec, results are JSON, a run ends
+in time). A :class:`Breach` is written as a scenario file that replays the breaking call,
+naming your tools by import path, and kept only if it passes once the tool is stubbed as
+fixed and ``openprogram-sim run`` fails on it as the code is.
 """
 
 from openprogram_sim.fuzz._campaign import (

@@ -27,6 +27,11 @@ scenario's own script and settings (see that module for the rules). From the pre
 
 What the rules cannot decide is left out, never filled in from the run: a scenario with
 such a part (see :class:`~openprogram_sim.fuzz._rules.UnpredictableScenario`) gets no file.
+
+Campaigns over the user's own tools break the *tool contract* rather than the seed's
+rules, and the rules do not decide a run of the user's code; their files
+(:func:`contract_document`) replay the one call that broke the contract and expect what the
+contract says of any tool, never what the tool returned.
 """
 
 from __future__ import annotations

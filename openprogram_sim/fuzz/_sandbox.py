@@ -37,6 +37,7 @@ from openprogram_sim.fuzz._contract import Breach
 from openprogram_sim.fuzz._probe import CallRecord, Probe
 from openprogram_sim.fuzz._stats import FuzzStats
 from openprogram_sim.fuzz._target import ToolTarget
+from openprogram_sim.scenario._runner import _GRACE_SECONDS as _RUNNER_GRACE
 
 __all__ = ["RunReport", "Sandbox"]
 
@@ -46,10 +47,8 @@ MARKER_BYTES = 65536
 KILL_MARGIN = 1.0
 """Seconds the parent waits past the run's limit and the runner's own grace after it."""
 
-STARTUP_SECONDS = 30.0
-"""Extra wait for a child's first answer: it starts and imports the user's code first."""
-
-_RUNNER_GRACE = 1.0  # the runner's grace for an aborted run to end (scenario._runner)
+STARTUP_SECONDS = 60.0
+"""How long a new child may take to start and import the user's code."""
 
 _CHILD = "import sys; from openprogram_sim.fuzz._sandbox import main; main(sys.argv[1:])"
 
@@ -139,11 +138,26 @@ class Sandbox:
                 self._process.wait(2)
         self._stop()
 
+    def _ready(self, conn: Connection) -> None:
+        """Wait for a new child to say it has imported the user's tools and is ready."""
+        self._fresh = False
+        try:
+            if conn.poll(STARTUP_SECONDS) and conn.recv() == "ready":
+                return
+        except (EOFError, OSError):
+            pass
+        code = self._process.poll() if self._process is not None else None
+        self._stop()
+        raise RuntimeError(
+            f"the fuzz sandbox did not start (exit code {code}; its error, if any, is above)"
+        )
+
     def _ask(self, kind: str, data: dict[str, Any], limit: float) -> RunReport:
         conn = self._start()
+        if self._fresh:
+            self._ready(conn)
         conn.send((kind, data))
-        wait = limit + _RUNNER_GRACE + KILL_MARGIN + (STARTUP_SECONDS if self._fresh else 0.0)
-        self._fresh = False
+        wait = limit + _RUNNER_GRACE + KILL_MARGIN
         try:
             if conn.poll(wait):
                 answer: RunReport | str = conn.recv()
@@ -224,6 +238,7 @@ def _serve(conn: Connection, marker_fd: int) -> None:
     sys.path[:] = list(dict.fromkeys([*path, *sys.path]))
     probe = Probe(_marker_writer(marker_fd))
     probe.install(_user_tools(target))
+    conn.send("ready")
     while True:
         try:
             kind, data = conn.recv()

@@ -255,7 +255,7 @@ def _registry_ref(registry: ToolRegistry) -> str | None:
     """``module:name`` of a module-level attribute holding ``registry`` (a registry has no
     name of its own: the loaded modules are searched), else None."""
     for mod_name, mod in list(sys.modules.items()):
-        if mod is None or mod_name.startswith(("openprogram", "_")) or "." in mod_name[:1]:
+        if mod is None or mod_name.startswith(("openprogram", "_")):
             continue
         for attr, value in list(getattr(mod, "__dict__", {}).items()):
             if value is registry and not attr.startswith("_"):
