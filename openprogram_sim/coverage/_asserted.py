@@ -20,6 +20,7 @@ An expectation asserts a behaviour when it checks one of the behaviour's witness
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,20 +60,26 @@ class Checked:
 def _event_targets(
     expected: Sequence[Mapping[str, Any]], trace: Sequence[Mapping[str, Any]], mode: str
 ) -> Iterator[tuple[Mapping[str, Any], int]]:
-    """``(expected entry, trace index)`` for each expected event the check matched."""
+    """``(expected entry, trace index)`` for each expected event the check matched (only
+    entries of the expected type are tried: a trace is read once, by type)."""
     if mode == "exact":
         for i, want in enumerate(expected):
             if i < len(trace) and event_matches(want, trace[i]):
                 yield want, i
         return
+    by_type: dict[str, list[int]] = {}
+    for i, e in enumerate(trace):
+        by_type.setdefault(str(e.get("type")), []).append(i)
     used: set[int] = set()
     position = 0
     for want in expected:
+        ((kind, _),) = want.items()
         start = 0 if mode == "unordered" else position
+        candidates = by_type.get(kind, ())
         found = next(
             (
                 j
-                for j in range(start, len(trace))
+                for j in candidates[bisect.bisect_left(candidates, start) :]
                 if j not in used and event_matches(want, trace[j])
             ),
             None,
@@ -93,7 +100,7 @@ def _request_targets(
     selects it."""
     seen: dict[tuple[Any, Any], int] = {}
     for i, want in enumerate(expect.requests):
-        fields = want.model_dump(exclude_none=True, exclude={"call"})
+        fields = {k: v for k, v in vars(want).items() if v is not None and k != "call"}
         if want.call is not None:
             index: int | None = want.call - 1
         elif want.depth is None and want.round is None:

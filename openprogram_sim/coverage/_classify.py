@@ -416,7 +416,8 @@ def classify(
     """The behaviours one run of ``scenario`` exercised, each with its witnesses.
 
     ``trace`` and ``requests`` are the outcome's (:class:`~openprogram_sim.scenario.RunOutcome`
-    ``.trace`` and ``.requests``); ``raised`` says exec raised."""
+    ``.trace`` and ``.requests``; of a request only ``depth``, ``round``, ``tools``,
+    ``tool_choice`` and ``parallel_tool_calls`` are read); ``raised`` says exec raised."""
     facts = _Facts(
         trace=trace,
         requests=requests,

@@ -35,6 +35,9 @@ __all__ = [
 ]
 
 
+_QUIET = ["module-not-measured", "module-not-imported", "no-data-collected"]
+
+
 class CoverageInUseError(SimError, RuntimeError):
     """coverage.py already measures the process (pytest-cov, ``coverage run``)."""
 
@@ -61,6 +64,10 @@ class CodeCoverage:
             config_file=False,
             messages=False,
         )
+        # What the table says itself ("no measured tool"), and what is no news here (the
+        # user's package imported before the start, as a conftest does), never as a warning
+        # a session with filterwarnings=error would turn into a failure.
+        self._cov.set_option("run:disable_warnings", _QUIET)
         self._started = False
 
     def start(self) -> CodeCoverage:

@@ -77,6 +77,10 @@ class Run:
                 yield round_, call
 
 
+_SKIPPED = frozenset({"message_start", "message_update", "tool_execution_update"})
+"""Entries the structure does not need (their ``*_end`` carries the same fields)."""
+
+
 def read_runs(trace: Sequence[Mapping[str, Any]]) -> list[Run]:
     """Every run of ``trace``, outer first, each nested run after the one that opened it."""
     runs: list[Run] = []
@@ -86,6 +90,8 @@ def read_runs(trace: Sequence[Mapping[str, Any]]) -> list[Run]:
     """The call being executed at each depth (a nested run's parent)."""
     for i, e in enumerate(trace):
         kind = e.get("type")
+        if kind in _SKIPPED:
+            continue
         depth = int(e.get("depth") or 0)
         if kind == "agent_start":
             outer = stack[-1] if stack else None

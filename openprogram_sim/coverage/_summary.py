@@ -49,14 +49,32 @@ def behaviours_of(outcome: RunOutcome) -> RunBehaviours:
     >>> "text_finish" in run.asserted
     True
     """
-    evidence = classify(
-        outcome.trace, outcome.requests, outcome.scenario, raised=outcome.error is not None
-    )
-    checked = checked_by(outcome.scenario.expect, outcome.trace, outcome.requests)
+    requests = _requests(outcome)
+    evidence = classify(outcome.trace, requests, outcome.scenario, raised=outcome.error is not None)
+    checked = checked_by(outcome.scenario.expect, outcome.trace, requests)
     asserted = asserted_ids(evidence, checked)
     return RunBehaviours(
         exercised=tuple(_ordered(evidence)), asserted=tuple(_ordered(asserted)), evidence=evidence
     )
+
+
+def _requests(outcome: RunOutcome) -> Sequence[Mapping[str, Any]]:
+    """The fields of each request the classification reads, from the requests as recorded
+    (converting every request's history, as ``outcome.requests`` does, would cost more than
+    the whole classification)."""
+    recorded = getattr(outcome, "recorded", None)
+    if recorded is None:
+        return outcome.requests
+    return [
+        {
+            "depth": r.depth,
+            "round": r.round,
+            "tools": r.tools,
+            "tool_choice": r.tool_choice,
+            "parallel_tool_calls": r.parallel_tool_calls,
+        }
+        for r in recorded
+    ]
 
 
 class BehaviourCoverage:
