@@ -106,14 +106,15 @@ class CoverageHooks:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
-        verdict = getattr(item, "verdict", None)
-        if report.when == "call" and verdict is not None and hasattr(item, "scenario"):
+        verdict = getattr(item, "verdict", None)  # a scenario item's, until it lets it go
+        scenario = getattr(item, "scenario", None)
+        if report.when == "call" and verdict is not None and scenario is not None:
             data: dict[str, Any] = {"path": self._context(item)}
             data.update(behaviours_of(verdict.outcome).to_json())
             if self.sources:
                 from openprogram_sim.coverage._code import tool_locations
 
-                data["tools"] = tool_locations([item.scenario])  # type: ignore[attr-defined]
+                data["tools"] = tool_locations([scenario])
             setattr(report, REPORT_ATTR, data)
         return report
 
