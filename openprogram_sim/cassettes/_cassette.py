@@ -8,6 +8,7 @@ method, URL, headers and body bytes, and answers with a :class:`Reply`.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -15,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import vcr
-import vcr.matchers
 from vcr.cassette import Cassette as VcrCassette
+from vcr.record_mode import RecordMode
 from vcr.request import Request as VcrRequest
 
 from openprogram_sim.cassettes._format import EXTRA, SERIALIZER, body_kind, split_events
@@ -184,8 +184,8 @@ class Cassette:
             "path": str(self.path),
             "serializer": SERIALIZER,
             "persister": Persister(lambda: self.scrubber.secrets),
-            "record_mode": vcr.record_mode.RecordMode(self.record_mode),
-            "match_on": (vcr.matchers.method, vcr.matchers.path, self._match_body),
+            "record_mode": RecordMode(self.record_mode),
+            "match_on": (self._match,),
             "before_record_request": self._scrub_request,
             "before_record_response": self._scrub_response,
         }
@@ -243,14 +243,30 @@ class Cassette:
             fault = self.faults.get(turn)
             if fault is not None and fault.status is not None:
                 return self._fault_reply(request, fault)
-            if self.vcr.can_play_response_for(request):
-                reply = self._reply(self.vcr.play_response(request))
+            played = self._play(request)
+            if played is not None:
+                reply = self._reply(played)
                 if fault is not None and fault.cut_after is not None:
                     reply.cut_at = self._cut_offset(reply, fault.cut_after)
                 return reply
             if self.vcr.write_protected:
                 return self._mismatch_reply(request, turn)
             return request
+
+    def _play(self, request: VcrRequest) -> dict[str, Any] | None:
+        """The first unplayed recorded response matching ``request`` (marked played), or
+        None: vcrpy's ``can_play_response_for`` and ``play_response`` in one pass, which
+        skips what was played before comparing anything."""
+        vcr_cassette = self.vcr
+        if vcr_cassette.record_mode == RecordMode.ALL or not vcr_cassette.rewound:
+            return None
+        request = self._scrub_request(request)
+        counts = vcr_cassette.play_counts
+        for index, (stored, response) in enumerate(vcr_cassette.data):
+            if counts[index] == 0 and self._match(request, stored):
+                counts[index] += 1
+                return dict(response)
+        return None
 
     def record(self, request: VcrRequest, response: dict[str, Any]) -> None:
         """Keep a live exchange (vcrpy's response dict plus our extras)."""
@@ -294,40 +310,54 @@ class Cassette:
     # -- matching ----------------------------------------------------------------------
 
     def _scrub_request(self, request: VcrRequest) -> VcrRequest:
+        """Mask the request's secrets (in place). A request read from the file is not
+        scrubbed again."""
         if getattr(request, "_op_scrubbed", False):
             return request
-        request.uri = self.scrubber.url(request.uri)
-        request.headers = self.scrubber.headers(dict(request.headers))
-        raw = request.body
-        parsed = body_of(raw if isinstance(raw, bytes) else None)
-        if isinstance(parsed, (dict, list)):
-            scrubbed = self.scrubber.value(parsed)
-            if scrubbed != parsed:
-                import json
-
-                request.body = json.dumps(scrubbed, ensure_ascii=False).encode()
-            request._op_body = self.ignore.prune(scrubbed)  # type: ignore[attr-defined]
-        else:
-            if isinstance(raw, bytes) and raw:
-                text = raw.decode("utf-8", "surrogateescape")
-                request.body = self.scrubber.text(text).encode("utf-8", "surrogateescape")
-            request._op_body = request.body or b""  # type: ignore[attr-defined]
+        raw = request.body if isinstance(request.body, bytes) else None
+        if not getattr(request, "_op_from_file", False):
+            request.uri = self.scrubber.url(request.uri)
+            headers = request.headers
+            for name, value in self.scrubber.headers(dict(headers)).items():
+                if value != headers[name]:
+                    headers[name] = value
+            if raw and self.scrubber.holds_secret(raw.decode("utf-8", "surrogateescape")):
+                request.body = self._scrub_body(raw)
         request._op_scrubbed = True  # type: ignore[attr-defined]
         return request
 
+    def _compared(self, request: VcrRequest) -> Any:
+        """The request's body as matching compares it (parsed, ignored fields left out),
+        computed once."""
+        body = getattr(request, "_op_body", None)
+        if body is None:
+            parsed = body_of(request.body if isinstance(request.body, bytes) else None)
+            body = self.ignore.prune(parsed) if isinstance(parsed, (dict, list)) else parsed
+            request._op_body = body  # type: ignore[attr-defined]
+        return body
+
+    def _scrub_body(self, raw: bytes) -> bytes:
+        parsed = body_of(raw)
+        if isinstance(parsed, (dict, list)):  # each string, so the JSON stays valid
+            return json.dumps(self.scrubber.value(parsed), ensure_ascii=False).encode()
+        text = raw.decode("utf-8", "surrogateescape")
+        return self.scrubber.text(text).encode("utf-8", "surrogateescape")
+
     def _scrub_response(self, response: dict[str, Any]) -> dict[str, Any]:
+        if (response.get(EXTRA) or {}).get("from_file"):
+            return response  # scrubbed when it was recorded
         from openprogram_sim.cassettes._scrub import scrub_response
 
         return scrub_response(response, self.scrubber)
 
-    def _match_body(self, r1: VcrRequest, r2: VcrRequest) -> None:
-        a = getattr(r1, "_op_body", None)
-        b = getattr(r2, "_op_body", None)
-        if a is None or b is None:  # a request vcrpy built without our hook
-            a = self.ignore.prune(body_of(r1.body))
-            b = self.ignore.prune(body_of(r2.body))
-        if a != b:
-            raise AssertionError("the bodies differ")
+    def _match(self, r1: VcrRequest, r2: VcrRequest) -> bool:
+        """vcrpy's matcher: method, path and body (as compared) are equal. One matcher,
+        so a candidate that differs in its method costs no body comparison."""
+        if r1.method != r2.method or (r1.path or "/") != (r2.path or "/"):
+            return False
+        if r1.body == r2.body:  # the same bytes: no need to parse them
+            return True
+        return bool(self._compared(r1) == self._compared(r2))
 
     def explain_mismatch(self, request: VcrRequest, turn: int) -> str:
         """Why no recorded interaction answers ``request``: the cassette, the closest
@@ -373,9 +403,7 @@ class Cassette:
             out.append(("method", stored.method, live.method))
         if stored.path != live.path:
             out.append(("path", stored.path, live.path))
-        a = getattr(stored, "_op_body", body_of(stored.body))
-        b = getattr(live, "_op_body", body_of(live.body))
-        for d in differences(a, b):
+        for d in differences(self._compared(stored), self._compared(live)):
             out.append((d.path, show_value(d.recorded), show_value(d.sent)))
         return out
 

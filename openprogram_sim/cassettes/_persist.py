@@ -18,7 +18,7 @@ from typing import Any
 from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.serialize import deserialize, serialize
 
-from openprogram_sim.cassettes._format import dump_yaml, iter_bodies, to_readable
+from openprogram_sim.cassettes._format import EXTRA, dump_yaml, iter_bodies, to_readable
 from openprogram_sim.cassettes._scrub import streamed_secrets
 from openprogram_sim.cassettes._secrets import Scrubber, find_secrets
 from openprogram_sim.errors import CassetteFormatError, SecretLeakError
@@ -81,11 +81,16 @@ class Persister:
         if not text.strip():
             raise CassetteNotFoundError()
         try:
-            return deserialize(text, serializer)
+            loaded = deserialize(text, serializer)
         except CassetteFormatError as exc:
             raise CassetteFormatError(f"{path}: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise CassetteFormatError(f"{path}: not a cassette: {exc}") from None
+        for request in loaded[0]:
+            request._op_from_file = True  # scrubbed when it was recorded: not again
+        for response in loaded[1]:
+            response.setdefault(EXTRA, {})["from_file"] = True
+        return loaded
 
     def save_cassette(self, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
         path = Path(cassette_path)

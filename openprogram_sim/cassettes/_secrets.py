@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -33,6 +34,7 @@ from openprogram_sim.wire import CREDENTIAL_HEADERS, mask_headers, mask_url
 
 __all__ = [
     "KEY_SHAPES",
+    "KeyShape",
     "REDACTED",
     "SCRUBBED_HEADERS",
     "SECRET_ENV_VARS",
@@ -64,22 +66,65 @@ SECRET_ENV_VARS = (
 )
 """Environment variables whose values are scrubbed wherever they appear."""
 
-_B64 = "A-Za-z0-9/+"
-KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("anthropic-key", re.compile(r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}")),
-    ("openai-key", re.compile(r"(?<![\w-])sk-(?!ant-)[A-Za-z0-9_-]{20,}")),
-    ("google-key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}")),
-    ("aws-access-key-id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    (
-        # 40 characters of base64 standing alone, with upper and lower case, a digit and a
-        # '/' or '+' (longer base64, hex digests and ids do not qualify)
-        "aws-secret-key",
-        re.compile(
-            rf"(?<![{_B64}=])(?=[{_B64}]*[A-Z])(?=[{_B64}]*[a-z])(?=[{_B64}]*[0-9])"
-            rf"(?=[{_B64}]*[/+])[{_B64}]{{40}}(?![{_B64}=])"
-        ),
+
+@dataclass(frozen=True, slots=True)
+class KeyShape:
+    """What one kind of key looks like. ``pattern`` starts with a literal where it can (the
+    regex engine then skips ahead instead of trying every position); ``check`` looks at the
+    text around a match (boundaries, the mix of characters); where the pattern has a group,
+    the group is the secret and the rest its context."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    check: Callable[[str, int, int], bool] = lambda text, start, end: True
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        for m in self.pattern.finditer(text):
+            start, end = m.span(1) if self.pattern.groups else m.span()
+            if self.check(text, start, end):
+                yield start, end
+
+
+def _alone(before: str, after: str = "") -> Callable[[str, int, int], bool]:
+    """A check that the characters just before and after a match are not in the sets."""
+
+    def check(text: str, start: int, end: int) -> bool:
+        if start > 0 and text[start - 1] in before:
+            return False
+        return not (after and end < len(text) and text[end] in after)
+
+    return check
+
+
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_UPPER_DIGITS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _aws_secret(text: str, start: int, end: int) -> bool:
+    """40 characters of base64 standing alone, with upper and lower case, a digit and a
+    '/' or '+' (longer base64, hex digests and ids do not qualify)."""
+    run = text[start:end]
+    return (
+        len(run) == 40
+        and "=" not in run
+        and any(c.isupper() for c in run)
+        and any(c.islower() for c in run)
+        and any(c.isdigit() for c in run)
+        and ("/" in run or "+" in run)
+    )
+
+
+KEY_SHAPES: tuple[KeyShape, ...] = (
+    KeyShape("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_-]{20,}"), _alone(_WORD)),
+    KeyShape("openai-key", re.compile(r"sk-(?!ant-)[A-Za-z0-9_-]{20,}"), _alone(_WORD)),
+    KeyShape("google-key", re.compile(r"AIza[0-9A-Za-z_-]{35}"), _alone(_WORD)),
+    KeyShape(
+        "aws-access-key-id",
+        re.compile(r"A(?:KIA|SIA)[A-Z0-9]{16}"),
+        _alone(_UPPER_DIGITS, _UPPER_DIGITS),
     ),
-    (
+    KeyShape("aws-secret-key", re.compile(r"[A-Za-z0-9/+=]{40,}"), _aws_secret),
+    KeyShape(
         # a secret named as such: "aws_secret_access_key": "...", SecretAccessKey=...
         "aws-secret-key",
         re.compile(
@@ -88,8 +133,11 @@ KEY_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-"""What a key looks like: (kind, pattern) for OpenAI, Anthropic, Google and AWS keys; where
-a pattern has a group, the group is the secret (the rest is its context)."""
+"""What a key looks like: OpenAI, Anthropic, Google and AWS keys."""
+
+_MAYBE = re.compile(r"sk-|AIza|A[KS]IA|(?i:secret)|[A-Za-z0-9/+=]{40}")
+"""Anything a key shape could start with: text without it holds no key shape (one
+search instead of one per shape)."""
 
 _MIN_SECRET = 8  # shorter values would mask ordinary words
 _AWS_QUERY = re.compile(
@@ -153,21 +201,30 @@ class Scrubber:
 
     def text(self, text: str) -> str:
         """``text`` with every known secret and key shape masked."""
-        if self._pattern is not None:
-            text = self._pattern.sub(REDACTED, text)
-        for kind, pattern in KEY_SHAPES:
-            text = pattern.sub(_masker(kind), text)
+        for start, end, kind in reversed(self.spans(text)):
+            mask = REDACTED if kind == "secret" else f"<redacted:{kind}>"
+            text = text[:start] + mask + text[end:]
         return text
 
+    def holds_secret(self, text: str) -> bool:
+        """Whether ``text`` holds a known value or a key shape."""
+        if self._pattern is not None and self._pattern.search(text):
+            return True
+        if not _MAYBE.search(text):
+            return False
+        return any(next(shape.spans(text), None) is not None for shape in KEY_SHAPES)
+
     def spans(self, text: str) -> list[tuple[int, int, str]]:
-        """Where ``text`` holds a secret: ``(start, end, kind)``, in order, not overlapping."""
+        """Where ``text`` holds a secret: ``(start, end, kind)``, in order, not overlapping
+        (``kind`` is ``secret`` for a known value)."""
         found: list[tuple[int, int, str]] = []
         if self._pattern is not None:
             found += [(m.start(), m.end(), "secret") for m in self._pattern.finditer(text)]
-        for kind, pattern in KEY_SHAPES:
-            for m in pattern.finditer(text):
-                span = m.span(1) if pattern.groups else m.span()
-                found.append((span[0], span[1], kind))
+        if _MAYBE.search(text):
+            for shape in KEY_SHAPES:
+                found += [(start, end, shape.kind) for start, end in shape.spans(text)]
+        if not found:
+            return found
         out: list[tuple[int, int, str]] = []
         for start, end, kind in sorted(found):
             if not out or start >= out[-1][1]:
@@ -205,18 +262,6 @@ class Scrubber:
         return self.text(_AWS_QUERY.sub(lambda m: m.group(1) + REDACTED, mask_url(url)))
 
 
-def _masker(kind: str) -> Any:
-    mask = f"<redacted:{kind}>"
-
-    def replace(match: re.Match[str]) -> str:
-        if match.re.groups:
-            whole, start = match.group(0), match.start(1) - match.start(0)
-            return whole[:start] + mask + whole[start + len(match.group(1)) :]
-        return mask
-
-    return replace
-
-
 def _is_masked(value: str) -> bool:
     return value == REDACTED or value.endswith(" " + REDACTED)
 
@@ -242,9 +287,9 @@ def find_secrets(data: Any, secrets: Iterable[str] = ()) -> list[tuple[str, str]
 def _kind_of(text: str, scrubber: Scrubber) -> str | None:
     if scrubber._pattern is not None and scrubber._pattern.search(text):
         return "a known secret value (from the environment or the request's credentials)"
-    for kind, pattern in KEY_SHAPES:
-        if pattern.search(text):
-            return kind
+    for shape in KEY_SHAPES:
+        if next(shape.spans(text), None) is not None:
+            return shape.kind
     return None
 
 
