@@ -48,6 +48,7 @@ def test_the_table_and_the_matrix_link_behaviours_to_scenarios(
     browser: Any, library_report: str
 ) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(library_report)
     summary = browser.find_element(By.CSS_SELECTOR, "#coverage > summary")
@@ -58,6 +59,9 @@ def test_the_table_and_the_matrix_link_behaviours_to_scenarios(
     assert browser.find_elements(By.CSS_SELECTOR, "table.matrix") == []  # drawn on opening
 
     _scroll_click(browser, browser.find_element(By.CSS_SELECTOR, "#matrix > summary"))
+    WebDriverWait(browser, 10).until(  # the toggle event comes after the click returns
+        lambda d: d.find_elements(By.CSS_SELECTOR, "table.matrix th.b")
+    )
     heads = browser.find_elements(By.CSS_SELECTOR, "table.matrix th.b")
     assert [h.get_attribute("data-behaviour") for h in heads] == [b.id for b in CATALOGUE]
     lines = browser.find_elements(By.CSS_SELECTOR, "table.matrix tbody tr")
@@ -80,7 +84,9 @@ def test_the_table_and_the_matrix_link_behaviours_to_scenarios(
     target = browser.find_element(By.ID, link.get_attribute("data-goto"))
     assert target.get_attribute("open") == "true"
     assert target.get_attribute("data-id") == "scenarios/tool_choice/forced_function.yaml"
-    assert target.find_elements(By.CSS_SELECTOR, ".timeline .round-head")
+    WebDriverWait(browser, 10).until(
+        lambda _: target.find_elements(By.CSS_SELECTOR, ".timeline .round-head")
+    )
 
     # "+N more" marks every scenario exercising the behaviour in the matrix
     more = browser.find_element(By.CSS_SELECTOR, "#b-tool_choice_auto a[data-matrix]")
