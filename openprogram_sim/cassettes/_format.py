@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -91,19 +92,23 @@ def dump_yaml(data: Any) -> str:
 
 _LOADED: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _CACHED_FILES = 8
+_LOCK = threading.Lock()
 
 
 def _load(text: str) -> dict[str, Any]:
     """vcrpy's cassette dict for a file's text. The last few texts read are kept, so a
     cassette replayed again in the same process (parametrized tests, a benchmark) is not
     parsed again; each caller gets its own copy (:func:`_fresh`)."""
-    data = _LOADED.get(text)
+    with _LOCK:
+        data = _LOADED.get(text)
+        if data is not None:
+            _LOADED.move_to_end(text)
     if data is None:
-        data = _LOADED[text] = from_readable(_parse_yaml(text))
-        while len(_LOADED) > _CACHED_FILES:
-            _LOADED.popitem(last=False)
-    else:
-        _LOADED.move_to_end(text)
+        data = from_readable(_parse_yaml(text))
+        with _LOCK:
+            _LOADED[text] = data
+            while len(_LOADED) > _CACHED_FILES:
+                _LOADED.popitem(last=False)
     return _fresh(data)
 
 
