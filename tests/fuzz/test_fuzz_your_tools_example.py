@@ -1,21 +1,17 @@
-"""The README's example: property tests of your own tools with the public strategies, here
-over ``examples/weather_agent``. In your project, pytest's ``pythonpath`` setting makes
-your package importable; this repository's tests put the example's ``src`` on the path."""
+"""The README's example: property tests of your own tools with the public strategies, over
+``examples/weather_agent`` (``conftest.py`` makes it importable, as pytest's ``pythonpath``
+setting does in your project)."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "weather_agent" / "src"))
+from hypothesis import given, settings
+from weather_agent.tools import convert, get_weather, registry
 
-# --- the example, as the README quotes it -------------------------------------------------
-from hypothesis import given, settings  # noqa: E402
-
-from openprogram_sim.fuzz import check_invariants, run_generated  # noqa: E402
-from openprogram_sim.fuzz.strategies import scenarios, tool_calls  # noqa: E402
-from weather_agent.tools import convert, get_weather, registry  # noqa: E402
+from openprogram_sim.fuzz import check_invariants, run_generated
+from openprogram_sim.fuzz.strategies import scenarios, tool_calls
+from openprogram_sim.scenario import Scenario
 
 
 @given(tool_calls([get_weather, convert], valid=True))
@@ -44,5 +40,5 @@ def test_invalid_arguments_never_reach_a_tool(call: dict) -> None:
 
 @settings(max_examples=50, deadline=None)
 @given(scenarios(registry, max_turns=4))
-def test_the_loop_keeps_its_invariants_over_my_tools(scenario) -> None:  # type: ignore[no-untyped-def]
+def test_the_loop_keeps_its_invariants_over_my_tools(scenario: Scenario) -> None:
     assert check_invariants(run_generated(scenario)) == []
