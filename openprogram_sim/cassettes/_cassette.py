@@ -260,7 +260,7 @@ class Cassette:
         vcr_cassette = self.vcr
         if vcr_cassette.record_mode == RecordMode.ALL or not vcr_cassette.rewound:
             return None
-        request = self._scrub_request(request)
+        request = self._scrub_body_of(request)  # headers are not matched
         counts = vcr_cassette.play_counts
         for index, (stored, response) in enumerate(vcr_cassette.data):
             if counts[index] == 0 and self._match(request, stored):
@@ -310,20 +310,27 @@ class Cassette:
     # -- matching ----------------------------------------------------------------------
 
     def _scrub_request(self, request: VcrRequest) -> VcrRequest:
-        """Mask the request's secrets (in place). A request read from the file is not
-        scrubbed again."""
-        if getattr(request, "_op_scrubbed", False):
+        """Mask the request's secrets (in place): what is stored, and what vcrpy matches. A
+        request read from the file is not scrubbed again."""
+        if getattr(request, "_op_scrubbed", False) or getattr(request, "_op_from_file", False):
+            return request
+        request.uri = self.scrubber.url(request.uri)
+        headers = request.headers
+        for name, value in self.scrubber.headers(dict(headers)).items():
+            if value != headers[name]:
+                headers[name] = value
+        self._scrub_body_of(request)
+        request._op_scrubbed = True  # type: ignore[attr-defined]
+        return request
+
+    def _scrub_body_of(self, request: VcrRequest) -> VcrRequest:
+        """Mask the secrets of the request's body (all that matching compares), once."""
+        if getattr(request, "_op_body_scrubbed", False) or getattr(request, "_op_from_file", False):
             return request
         raw = request.body if isinstance(request.body, bytes) else None
-        if not getattr(request, "_op_from_file", False):
-            request.uri = self.scrubber.url(request.uri)
-            headers = request.headers
-            for name, value in self.scrubber.headers(dict(headers)).items():
-                if value != headers[name]:
-                    headers[name] = value
-            if raw and self.scrubber.holds_secret(raw.decode("utf-8", "surrogateescape")):
-                request.body = self._scrub_body(raw)
-        request._op_scrubbed = True  # type: ignore[attr-defined]
+        if raw and self.scrubber.holds_secret(raw.decode("utf-8", "surrogateescape")):
+            request.body = self._scrub_body(raw)
+        request._op_body_scrubbed = True  # type: ignore[attr-defined]
         return request
 
     def _compared(self, request: VcrRequest) -> Any:

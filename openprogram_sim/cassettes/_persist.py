@@ -47,6 +47,14 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+class _Stored(dict):  # type: ignore[type-arg]
+    """A response read from a cassette file: it is only ever read, so vcrpy's deep copy of
+    each loaded interaction keeps it as it is (the copy is most of a load's cost)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Stored:
+        return self
+
+
 class _Grab:
     """A serializer that keeps vcrpy's cassette dict instead of writing it out."""
 
@@ -88,9 +96,10 @@ class Persister:
             raise CassetteFormatError(f"{path}: not a cassette: {exc}") from None
         for request in loaded[0]:
             request._op_from_file = True  # scrubbed when it was recorded: not again
-        for response in loaded[1]:
+        responses = [_Stored(response) for response in loaded[1]]
+        for response in responses:
             response.setdefault(EXTRA, {})["from_file"] = True
-        return loaded
+        return (loaded[0], responses, *loaded[2:])
 
     def save_cassette(self, cassette_path: Any, cassette_dict: Any, serializer: Any) -> None:
         path = Path(cassette_path)

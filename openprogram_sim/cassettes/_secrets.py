@@ -135,9 +135,25 @@ KEY_SHAPES: tuple[KeyShape, ...] = (
 )
 """What a key looks like: OpenAI, Anthropic, Google and AWS keys."""
 
-_MAYBE = re.compile(r"sk-|AIza|A[KS]IA|(?i:secret)|[A-Za-z0-9/+=]{40}")
-"""Anything a key shape could start with: text without it holds no key shape (one
-search instead of one per shape)."""
+_PREFIXES = ("sk-", "AIza", "AKIA", "ASIA")
+_B64_RUN = b"a" * 40
+_B64_TABLE = bytes(
+    ord("a") if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "/+=") else ord(" ")
+    for c in range(256)
+)
+
+
+def _may_hold_key(text: str) -> bool:
+    """False when ``text`` cannot hold any key shape: none of the prefixes, no "secret",
+    and no run of 40 base64 characters (found by C-speed substring searches, much faster
+    than a regex that tries every position)."""
+    if any(prefix in text for prefix in _PREFIXES):
+        return True
+    if "ecret" in text or "ECRET" in text:
+        return True
+    raw = text.encode("utf-8", "surrogateescape")
+    return _B64_RUN in raw.translate(_B64_TABLE)
+
 
 _MIN_SECRET = 8  # shorter values would mask ordinary words
 _AWS_QUERY = re.compile(
@@ -208,9 +224,9 @@ class Scrubber:
 
     def holds_secret(self, text: str) -> bool:
         """Whether ``text`` holds a known value or a key shape."""
-        if self._pattern is not None and self._pattern.search(text):
+        if any(value in text for value in self._values):
             return True
-        if not _MAYBE.search(text):
+        if not _may_hold_key(text):
             return False
         return any(next(shape.spans(text), None) is not None for shape in KEY_SHAPES)
 
@@ -218,9 +234,9 @@ class Scrubber:
         """Where ``text`` holds a secret: ``(start, end, kind)``, in order, not overlapping
         (``kind`` is ``secret`` for a known value)."""
         found: list[tuple[int, int, str]] = []
-        if self._pattern is not None:
+        if self._pattern is not None and any(value in text for value in self._values):
             found += [(m.start(), m.end(), "secret") for m in self._pattern.finditer(text)]
-        if _MAYBE.search(text):
+        if _may_hold_key(text):
             for shape in KEY_SHAPES:
                 found += [(start, end, shape.kind) for start, end in shape.spans(text)]
         if not found:
