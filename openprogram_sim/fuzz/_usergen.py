@@ -102,7 +102,7 @@ def _turn(
     return turn
 
 
-_MENU_WEIGHTS = {"full": 8, "toolset": 2, "list": 2}  # the others weigh 1
+_MENU_WEIGHTS = {"full": 10, "toolset": 2, "list": 2}  # the others weigh 1
 _CHOICE_WEIGHTS = {"auto": 8}  # the others weigh 1
 
 
@@ -113,8 +113,9 @@ def _exec(draw: st.DrawFn, target: ToolTarget) -> dict[str, Any]:
     out: dict[str, Any] = {"content": _s.text(src)}
     menus = ["full", "list", "empty", "none"] + (["toolset"] if target.toolsets else [])
     menu = _s.weighted(src, menus, _MENU_WEIGHTS)
-    if menu == "list":
-        out["tools"] = _s.subset(src, target.names, len(target.names))
+    if menu == "list":  # at least one tool ("empty" is the empty list)
+        chosen = _s.subset(src, target.names, len(target.names))
+        out["tools"] = chosen or [_s.pick(src, target.names)]
     elif menu == "empty":
         out["tools"] = []
     elif menu in ("none", "toolset"):
