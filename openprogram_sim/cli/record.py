@@ -35,6 +35,14 @@ def _defaults(scenario: Any, args: argparse.Namespace) -> tuple[str, Path]:
     return str(model), Path(str(cassette))
 
 
+def _ignore(scenario: Any) -> tuple[str, ...]:
+    """The scenario's ``model.ignore`` when it names a cassette, else the default."""
+    from openprogram_sim.cassettes import DEFAULT_IGNORE
+
+    patterns = getattr(scenario.model, "ignore", None)
+    return tuple(patterns) if patterns is not None else DEFAULT_IGNORE
+
+
 async def _session(scenario: Any, cassette: Any, model: str, base_url: str | None) -> Any:
     from openprogram_sim.scenario import arun_scenario
 
@@ -54,7 +62,7 @@ def command(args: argparse.Namespace) -> int:
         mode = resolve_record_mode(args.record_mode)
         if mode != args.record_mode:
             print(f"openprogram-sim: CI is set: record mode {mode} (replay only)", file=sys.stderr)
-        cassette = Cassette(path, record_mode=mode).load()
+        cassette = Cassette(path, record_mode=mode, ignore=_ignore(scenario)).load()
         loaded = len(cassette.vcr.data)
         outcome = asyncio.run(_session(scenario, cassette, model, args.base_url))
         cassette.describe(
