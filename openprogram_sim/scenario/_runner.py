@@ -441,9 +441,11 @@ class RecordingProvider:
             yield event
 
 
-def _build_runtime(scenario: Scenario, provider: Provider) -> tuple[Runtime, _Build, TraceRecorder]:
+def _build_runtime(
+    scenario: Scenario, provider: Provider
+) -> tuple[Runtime, _Build, TraceRecorder, _Injections | None]:
     """A Runtime over a fresh registry holding the scenario's tools, with the trace recorder,
-    the steering listener and the follow-ups in place."""
+    the steering and abort points and the follow-ups in place."""
     box: dict[str, Runtime] = {}
     build = _Build(scenario, box)
     runtime = Runtime(
