@@ -40,3 +40,13 @@ def test_ruff_format_is_clean() -> None:
 def test_mypy_strict_on_the_engine_is_clean() -> None:
     result = _run(_tool("mypy"), "openprogram")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_test_module_names_are_unique() -> None:
+    """Test folders are not packages (rootdir-relative imports): two test files with one
+    basename make pytest refuse to collect the second ("import file mismatch")."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    clashes = {name: paths for name, paths in names.items() if len(paths) > 1}
+    assert clashes == {}, f"rename one of each: {clashes}"
