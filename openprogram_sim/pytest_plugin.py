@@ -115,6 +115,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     _add_coverage_options(group)
     _add_cassette_options(group)
+    _add_fuzz_options(group)
+
+
+def _add_fuzz_options(group: Any) -> None:
+    group.addoption(
+        "--openprogram-fuzz",
+        dest="openprogram_fuzz",
+        type=int,
+        metavar="N",
+        default=None,
+        help="add a fuzz campaign of N generated scenarios as test items, one per chunk "
+        "(pytest-xdist spreads them; the same seed gives the same cases on any worker)",
+    )
+    group.addoption(
+        "--openprogram-fuzz-seed",
+        dest="openprogram_fuzz_seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="the campaign's seed (0)",
+    )
+    group.addoption(
+        "--openprogram-fuzz-chunk",
+        dest="openprogram_fuzz_chunk",
+        type=int,
+        default=250,
+        metavar="K",
+        help="scenarios per item (250); part of the campaign's identity, like the seed",
+    )
+    group.addoption(
+        "--openprogram-fuzz-regressions",
+        dest="openprogram_fuzz_regressions",
+        default=None,
+        metavar="DIR",
+        help="write a shrunk failing case as a regression scenario file under DIR",
+    )
 
 
 def _add_coverage_options(group: Any) -> None:
@@ -222,6 +258,11 @@ def pytest_configure(config: pytest.Config) -> None:
         hooks = config.stash[_COVERAGE] = CoverageHooks(config)
         config.pluginmanager.register(hooks, "openprogram-coverage")
         hooks.start()
+    if config.getoption("openprogram_fuzz", None) is not None:
+        config.addinivalue_line("markers", "openprogram_fuzz: a chunk of a fuzz campaign")
+        from openprogram_sim.fuzz._pytest import FuzzHooks
+
+        config.pluginmanager.register(FuzzHooks(config), "openprogram-fuzz")
     paths = config.getoption("openprogram_scenarios", None)
     if paths is None:
         return

@@ -36,10 +36,13 @@ fixed and ``openprogram-sim run`` fails on it as the code is.
 
 from openprogram_sim.fuzz._campaign import (
     CampaignResult,
+    ChunkResult,
     FuzzFailure,
     FuzzStats,
+    chunk_count,
     reproduces,
     run_campaign,
+    run_chunk,
     scenario_from_bytes,
 )
 from openprogram_sim.fuzz._contract import BREACH_KINDS, Breach
@@ -58,6 +61,7 @@ __all__ = [
     "DOCUMENTED_ERRORS",
     "Breach",
     "CampaignResult",
+    "ChunkResult",
     "FuzzFailure",
     "FuzzStats",
     "TargetError",
@@ -65,16 +69,18 @@ __all__ = [
     "UnpredictableScenario",
     "check_invariants",
     "check_trace",
+    "chunk_count",
     "derive_expect",
     "reproduces",
     "run_campaign",
+    "run_chunk",
     "run_generated",
     "run_tool_campaign",
     "scenario_from_bytes",
     "write_regression",
 ]
 
-for _cls in (Breach, CampaignResult, FuzzFailure, FuzzStats, TargetError, ToolTarget,
+for _cls in (Breach, CampaignResult, ChunkResult, FuzzFailure, FuzzStats, TargetError, ToolTarget,
              UnpredictableScenario):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

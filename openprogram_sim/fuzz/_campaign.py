@@ -55,10 +55,13 @@ from openprogram_sim.scenario import (
 
 __all__ = [
     "CampaignResult",
+    "ChunkResult",
     "FuzzFailure",
     "FuzzStats",
     "reproduces",
+    "chunk_count",
     "run_campaign",
+    "run_chunk",
     "scenario_from_bytes",
 ]
 
@@ -272,6 +275,52 @@ def run_campaign(
     if failure is not None and regressions is not None:
         _write(failure, regressions, seed)
     return outcome
+
+
+@dataclass(slots=True)
+class ChunkResult:
+    """What one chunk of a campaign found (:func:`run_chunk`)."""
+
+    index: int
+    """Which chunk, from 0."""
+    seed: int
+    """The chunk's own seed (derived from the campaign seed and the index)."""
+    runs: int
+    """Generated scenarios run."""
+    stats: FuzzStats
+    failure: FuzzFailure | None
+    """The first violation, shrunk; None when every run kept the invariants."""
+    elapsed: float
+
+
+def chunk_count(examples: int, chunk_size: int = 1024) -> int:
+    """How many chunks a campaign of ``examples`` runs is cut into."""
+    return math.ceil(examples / chunk_size) if examples > 0 else 0
+
+
+def run_chunk(
+    index: int,
+    examples: int,
+    seed: int = 0,
+    *,
+    chunk_size: int = 1024,
+    batch: int = 8,
+    replay_every: int = 4,
+    regressions: str | Path | None = None,
+) -> ChunkResult:
+    """Run chunk ``index`` of the campaign ``(examples, seed, chunk_size)``: the same cases
+    whichever process, worker or host runs it, so any scheduler (pytest-xdist running the
+    chunks as test items, a CI matrix) can spread a campaign with no coordination. A
+    violation is shrunk and, with ``regressions``, written as :func:`run_campaign` writes
+    it."""
+    chunks = _chunks(examples, seed, chunk_size, batch, replay_every)
+    if not 0 <= index < len(chunks):
+        raise ValueError(f"chunk {index} does not exist: the campaign has {len(chunks)}")
+    done = _run_chunk(chunks[index])
+    if done.failure is not None and regressions is not None:
+        _write(done.failure, regressions, seed)
+    chunk = chunks[index]
+    return ChunkResult(index, chunk.seed, chunk.runs, done.stats, done.failure, done.elapsed)
 
 
 def run_chunks(
