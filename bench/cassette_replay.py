@@ -147,7 +147,7 @@ def main() -> None:
                 "sessions_per_s": round(rate["openprogram"], 1),
                 "vcrpy_sessions_per_s": round(rate["vcrpy"], 1),
                 "ratio": round(ratio, 2),
-                "cassette_bytes": size,
+                "bytes": size,
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
             }
