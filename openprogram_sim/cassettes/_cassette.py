@@ -238,8 +238,9 @@ class Cassette:
         with self._lock:
             self.requests += 1
             turn = self.requests
-            request = VcrRequest(method, url, body, dict(headers))
-            self.scrubber.learn(dict(headers))
+            # headers are not matched: the request gets them only if it is recorded
+            request = VcrRequest(method, url, body, {})
+            self.scrubber.learn(headers)
             fault = self.faults.get(turn)
             if fault is not None and fault.status is not None:
                 return self._fault_reply(request, fault)
@@ -251,6 +252,7 @@ class Cassette:
                 return reply
             if self.vcr.write_protected:
                 return self._mismatch_reply(request, turn)
+            request.headers = dict(headers)
             return request
 
     def _play(self, request: VcrRequest) -> dict[str, Any] | None:

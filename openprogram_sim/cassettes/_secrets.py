@@ -190,6 +190,7 @@ class Scrubber:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._values: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._seen: set[str] = set()
         self.add(secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
@@ -212,8 +213,11 @@ class Scrubber:
         for name, value in headers.items():
             if name.lower() in SCRUBBED_HEADERS:
                 for v in value if isinstance(value, list) else [value]:
-                    found.append(_credential(name, str(v)))
-        self.add(found)
+                    if v not in self._seen:  # every request of a session carries the same
+                        self._seen.add(v)
+                        found.append(_credential(name, str(v)))
+        if found:
+            self.add(found)
 
     def text(self, text: str) -> str:
         """``text`` with every known secret and key shape masked."""
