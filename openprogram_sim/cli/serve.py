@@ -44,6 +44,14 @@ def command(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
+    if not isinstance(scenario.model, list):
+        print(
+            f"openprogram-sim serve: {args.scenario} replays a cassette (model: {{cassette: "
+            "...}); serve plays scripted turns: turn the cassette into them with "
+            f"`openprogram-sim distill {scenario.model.cassette} --scenario {args.scenario}`",
+            file=sys.stderr,
+        )
+        return 2
     log = None if args.quiet else _printer(sys.stderr)
     try:
         server = WireServer(

@@ -126,3 +126,21 @@ def test_a_scenario_that_does_not_load_exits_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "did you mean 'text'" in result.stderr
+
+
+def test_a_cassette_scenario_is_refused_with_the_way_to_serve_it(tmp_path: Path) -> None:
+    scenario = tmp_path / "replay.yaml"
+    scenario.write_text(
+        "scenario: x\nexec: {content: hi}\n"
+        "model: {cassette: rec.yaml, model: 'anthropic:claude-x'}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "openprogram_sim.cli", "serve", str(scenario)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "replays a cassette" in result.stderr
+    assert "openprogram-sim distill rec.yaml --scenario" in result.stderr
+    assert "Traceback" not in result.stderr
