@@ -136,24 +136,73 @@ def tool_result_text(message: ToolResultMessage) -> str:
 
 async def _race(awaitable: Awaitable[T], cancel: asyncio.Event | None) -> T:
     """Await ``awaitable``, or give up with ``_CANCELLED`` as soon as ``cancel`` is set."""
-    if cancel is None:
-        return await awaitable
-    task = asyncio.ensure_future(awaitable)
-    if cancel.is_set():
-        task.cancel()
-        return _CANCELLED  # type: ignore[no-any-return]
-    waiter = asyncio.ensure_future(cancel.wait())
+    racer = _Racer(cancel)
     try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        return await racer.read(awaitable)
     finally:
-        waiter.cancel()
-        if not task.done():
-            task.cancel()
-            # Let the read unwind before the caller closes the response it was reading.
-            await asyncio.wait({task})
-    if task.cancelled():
-        return _CANCELLED  # type: ignore[no-any-return]
-    return task.result()
+        racer.close()
+
+
+class _Racer:
+    """Races reads against one cancel event for the life of one response.
+
+    A read is awaited in the caller's own task (no task per chunk: a stream has hundreds of
+    them); one waiter per response watches ``cancel`` and, when it is set while a read is
+    pending, cancels the caller's task, which the read then reports as ``_CANCELLED``.
+    Between reads (while the caller handles a chunk) a set ``cancel`` is seen by the next
+    read before it starts.
+    """
+
+    __slots__ = ("_cancel", "_ours", "_reading", "_task", "_waiter")
+
+    def __init__(self, cancel: asyncio.Event | None) -> None:
+        self._cancel = cancel
+        self._waiter: asyncio.Future[Any] | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._reading = False
+        self._ours = False
+
+    async def read(self, awaitable: Awaitable[T]) -> T:
+        cancel = self._cancel
+        if cancel is None:
+            return await awaitable
+        if cancel.is_set():
+            _discard(awaitable)
+            return _CANCELLED  # type: ignore[no-any-return]
+        if self._waiter is None:
+            self._task = asyncio.current_task()
+            self._waiter = asyncio.ensure_future(cancel.wait())
+            self._waiter.add_done_callback(self._fire)
+        self._reading = True
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if not self._ours:
+                raise  # somebody else's cancellation: let it through
+            self._ours = False
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return _CANCELLED  # type: ignore[no-any-return]
+        finally:
+            self._reading = False
+
+    def _fire(self, waiter: asyncio.Future[Any]) -> None:
+        if waiter.cancelled() or not self._reading or self._task is None:
+            return
+        self._ours = True
+        self._task.cancel()
+
+    def close(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.remove_done_callback(self._fire)
+            self._waiter.cancel()
+
+
+def _discard(awaitable: Awaitable[Any]) -> None:
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()  # a coroutine never awaited: close it, no "never awaited" warning
 
 
 async def _read_error_body(response: httpx2.Response, cancel: asyncio.Event | None) -> Any:
@@ -162,14 +211,18 @@ async def _read_error_body(response: httpx2.Response, cancel: asyncio.Event | No
     parts: list[bytes] = []
     size = 0
     chunks = response.aiter_bytes()
-    while size < MAX_ERROR_BODY:
-        chunk = await _race(anext(chunks, _EOF), cancel)
-        if chunk is _CANCELLED:
-            return _CANCELLED
-        if chunk is _EOF:
-            break
-        parts.append(chunk)
-        size += len(chunk)
+    racer = _Racer(cancel)
+    try:
+        while size < MAX_ERROR_BODY:
+            chunk = await racer.read(anext(chunks, _EOF))
+            if chunk is _CANCELLED:
+                return _CANCELLED
+            if chunk is _EOF:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+    finally:
+        racer.close()
     return b"".join(parts)[:MAX_ERROR_BODY]
 
 
@@ -367,15 +420,19 @@ class HTTPProvider(ABC):
             return
         parser = self.parser(builder, response.headers.get("content-type", ""))
         chunks = response.aiter_bytes()
-        while not parser.finished:
-            chunk = await _race(anext(chunks, _EOF), cancel)
-            if chunk is _CANCELLED:
-                for event in parser.abort(f"{self.label} stream aborted"):
+        racer = _Racer(cancel)
+        try:
+            while not parser.finished:
+                chunk = await racer.read(anext(chunks, _EOF))
+                if chunk is _CANCELLED:
+                    for event in parser.abort(f"{self.label} stream aborted"):
+                        yield event
+                    return
+                if chunk is _EOF:
+                    break
+                for event in parser.feed(chunk):
                     yield event
-                return
-            if chunk is _EOF:
-                break
-            for event in parser.feed(chunk):
-                yield event
+        finally:
+            racer.close()
         for event in parser.finish():
             yield event
