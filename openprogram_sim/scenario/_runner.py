@@ -427,18 +427,16 @@ class RecordingProvider:
     def api(self) -> str:
         return str(getattr(self.inner, "api", type(self.inner).__name__))
 
-    async def stream(
-        self, context: Context, options: StreamOptions
-    ) -> AsyncIterator[ProviderEvent]:
+    def stream(self, context: Context, options: StreamOptions) -> AsyncIterator[ProviderEvent]:
+        # the inner stream itself, not a wrapper around each of its events
         self.requests.append(ScriptedRequest.of(len(self.requests) + 1, context, options))
-        slot = len(self.usage)
-        self.usage.append(None)
-        async for event in self.inner.stream(context, options):
-            if event.type == "done":
-                self.usage[slot] = event.message.usage
-            elif event.type == "error":
-                self.usage[slot] = event.error.usage
-            yield event
+        return self.inner.stream(context, options)
+
+    def __call__(self, event: AgentEvent) -> None:
+        """A listener: each model call's reply ends in one assistant ``message_end``, in
+        call order; its usage is the call's."""
+        if event.type == "message_end" and event.message.role == "assistant":
+            self.usage.append(event.message.usage)
 
 
 def _build_runtime(
@@ -475,6 +473,8 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
         provider = _scenario_model(scenario)
     observed = provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
     runtime, build, recorder, injections = _build_runtime(scenario, observed)
+    if isinstance(observed, RecordingProvider):
+        runtime.subscribe(observed)
     start = time.perf_counter()
     with scenario_env(scenario.env):
         run = asyncio.ensure_future(_entry(scenario, runtime, build))
