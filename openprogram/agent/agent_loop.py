@@ -232,25 +232,9 @@ class _Run:
 
     def emit_message(self, message: AnyMessage) -> None:
         """message_start + message_end for a message that arrives whole."""
-        if self.listeners:  # built here rather than through emit_start/end: a hot path
-            self.emit(
-                MessageStart(
-                    message=message,
-                    depth=self.depth,
-                    round=self.round,
-                    run_id=self.run_id,
-                    parent_run_id=self.parent_run_id,
-                )
-            )
-            self.emit(
-                MessageEnd(
-                    message=message,
-                    depth=self.depth,
-                    round=self.round,
-                    run_id=self.run_id,
-                    parent_run_id=self.parent_run_id,
-                )
-            )
+        if self.listeners:
+            self.emit_start(message)
+            self.emit_end(message)
 
     def emit_start(self, message: AnyMessage) -> None:
         self.emit(
