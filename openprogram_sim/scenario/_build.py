@@ -1,0 +1,240 @@
+"""Turning a scenario into runtime objects: its tools (simulated, or the user's own), its
+registry, the exec call or the user's entry point, the starting history, and the listener
+that queues steering and the abort at their points."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from openprogram import Runtime, ToolRegistry, ToolResult
+from openprogram.events import AgentEvent
+from openprogram.tools import as_tool
+from openprogram.types import (
+    AnyMessage,
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from openprogram_sim.errors import ToolFailure
+from openprogram_sim.scenario._python import import_ref, import_roots
+from openprogram_sim.scenario._schema import ExecArgs, Scenario, ToolDef
+
+__all__ = ["Build", "Injections", "entry"]
+
+
+class _Formatter(string.Formatter):
+    """Fills ``{param}`` from the tool's arguments; unknown fields stay as written."""
+
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
+        if isinstance(key, str) and key not in kwargs:
+            return "{" + key + "}"
+        return super().get_value(key, args, kwargs)
+
+
+_FORMAT = _Formatter()
+
+
+def _returns(spec: ToolDef) -> Callable[[], Any]:
+    values = spec.returns
+    if not isinstance(values, list):
+        return lambda: values
+    calls = {"n": 0}
+
+    def next_value() -> Any:
+        i = min(calls["n"], len(values) - 1)
+        calls["n"] += 1
+        return values[i] if values else None
+
+    return next_value
+
+
+def entry(scenario: Scenario, runtime: Runtime, build: Build) -> Awaitable[Any]:
+    """The run's top level: the file's ``exec:``, or the user's entry point (``call:``)."""
+    if scenario.call is not None:
+        return runtime.acall(build.python(scenario.call), **scenario.args)
+    return runtime.aexec(
+        scenario.exec.content, history=_history(scenario), **build.exec_kwargs(scenario.exec)
+    )
+
+
+def _history(scenario: Scenario) -> list[AnyMessage]:
+    """The scenario's ``history:`` as engine messages."""
+    out: list[AnyMessage] = []
+    for m in scenario.history:
+        if m.role == "user":
+            out.append(UserMessage.of(m.text))
+        elif m.role == "assistant":
+            content: list[Any] = [TextContent(m.text)] if m.text else []
+            content += [
+                ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=c.get("arguments", {}))
+                for c in m.tool_calls
+            ]
+            stop: Any = "toolUse" if m.tool_calls else "stop"
+            out.append(AssistantMessage(content=content, stop_reason=stop))
+        else:
+            out.append(
+                ToolResultMessage(
+                    str(m.tool_call_id), str(m.tool_name), [TextContent(m.text)], m.is_error
+                )
+            )
+    return out
+
+
+def _result(value: Any) -> Any:
+    """A ``{$error: text}`` return value is an error result the tool returns (not raises)."""
+    if isinstance(value, dict) and len(value) == 1 and "$error" in value:
+        return ToolResult.text(str(value["$error"]), is_error=True)
+    return value
+
+
+class Build:
+    """Turns a scenario into runtime objects (tools resolved by name, exec kwargs)."""
+
+    def __init__(self, scenario: Scenario, runtime_box: dict[str, Runtime]) -> None:
+        self.scenario = scenario
+        self.box = runtime_box
+        self.entries: dict[str, Any] = {}
+        for name, spec in scenario.tools.items():
+            self.entries[name] = self._entry(name, spec)
+        self.registry = self._registry()
+
+    def python(self, ref: str) -> Any:
+        known = self.scenario._python
+        if ref not in known:  # a Scenario built in Python: import it now
+            known[ref] = import_ref(ref, import_roots(self.scenario.path or None))
+        return known[ref]
+
+    def _registry(self) -> ToolRegistry:
+        """A fresh registry of the scenario's tools, over a copy of the user's registry
+        when ``registry:`` names one (its toolsets, gating and deferred tools)."""
+        registry = ToolRegistry()
+        if self.scenario.registry:
+            registry.restore(self.python(self.scenario.registry).snapshot())
+        for entry in self.entries.values():
+            registry.register(entry, replace=True)
+        for set_name, members in self.scenario.toolsets.items():
+            registry.define_toolset(set_name, members)
+        return registry
+
+    def _entry(self, name: str, spec: ToolDef) -> Any:
+        if spec.python is not None:
+            real = as_tool(self.python(spec.python))
+            if spec.returns is None and spec.raises is None:
+                return real  # the user's own tool, run for real
+            stub = as_tool({"spec": real.spec, "execute": self._body(name, spec)})
+            stub.gates = real.gates
+            return stub
+        return {
+            "spec": {"name": name, "description": spec.description, "parameters": spec.parameters},
+            "execute": self._body(name, spec),
+            "defer": spec.defer,
+            "toolsets": spec.toolsets,
+            "expose": spec.expose,
+            "unsafe_in": spec.unsafe_in,
+            "requires_env": spec.requires_env,
+        }
+
+    def _body(self, name: str, spec: ToolDef) -> Callable[..., Any]:
+        if spec.raises is not None:
+            message = spec.raises
+
+            def fail(**_: Any) -> Any:
+                raise ToolFailure(message)
+
+            return fail
+        nested = spec.exec
+        if nested is not None:
+
+            async def nested_exec(**args: Any) -> Any:
+                content = _FORMAT.format(nested.content, **args)
+                return await self.box["runtime"].aexec(content, **self.exec_kwargs(nested))
+
+            return nested_exec
+        next_value = _returns(spec)
+        if spec.updates:
+            updates = list(spec.updates)
+
+            def report_then_return(on_update: Any = None, **_: Any) -> Any:
+                for partial in updates:
+                    if on_update is not None:
+                        on_update(partial)
+                return _result(next_value())
+
+            return report_then_return
+        return lambda **_: _result(next_value())
+
+    def exec_kwargs(self, args: ExecArgs) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "toolset": args.toolset,
+            "tools_source": args.tools_source,
+            "tools_allow": args.tools_allow,
+            "tools_deny": args.tools_deny,
+            "tool_choice": (
+                args.tool_choice
+                if isinstance(args.tool_choice, str)
+                else args.tool_choice.model_dump()
+            ),
+            "parallel_tool_calls": args.parallel_tool_calls,
+            "max_iterations": args.max_iterations,
+        }
+        if args.tools is not None:
+            kwargs["tools"] = [self._named(n) for n in args.tools]
+        if args.choices is not None:
+            kwargs["choices"] = [
+                self._named(c) if isinstance(c, str) and c in self.registry else c
+                for c in args.choices
+            ]
+        return kwargs
+
+    def _named(self, name: str) -> Any:
+        return self.entries[name] if name in self.entries else self.registry.get(name)
+
+
+class Injections:
+    """Queues the file's steering messages and its abort at their points, counting as the
+    events arrive; every entry at one point is delivered, in file order. What never fired
+    is left in :attr:`unfired` (the check fails the scenario on it)."""
+
+    def __init__(self, scenario: Scenario, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.tools = 0
+        self.replies = 0
+        self.streaming = False
+        self.unfired: set[str] = set()
+        self.by_point: dict[tuple[str, int], list[tuple[str, str | None]]] = {}
+        for i, entry in enumerate(scenario.steering):
+            point = ("after_tool", entry.after_tool) if entry.after_tool is not None else None
+            point = point or ("after_round", entry.after_round or 0)
+            self._add(point, f"steering[{i}]", entry.text)
+        if scenario.abort is not None:
+            self._add(scenario.abort.point(), "abort", None)
+
+    def _add(self, point: tuple[str, int], name: str, text: str | None) -> None:
+        self.by_point.setdefault(point, []).append((name, text))
+        self.unfired.add(name)
+
+    def _fire(self, point: tuple[str, int]) -> None:
+        for name, text in self.by_point.get(point, ()):
+            self.unfired.discard(name)
+            if text is None:
+                self.runtime.abort()
+            else:
+                self.runtime.steer(text)
+
+    def __call__(self, event: AgentEvent) -> None:
+        kind = event.type
+        if kind == "tool_execution_end":
+            self.tools += 1
+            self._fire(("after_tool", self.tools))
+        elif kind == "turn_end" and event.depth == 0:
+            self._fire(("after_round", event.round))
+        elif kind == "message_start" and event.message.role == "assistant":
+            self.replies += 1
+            self.streaming = True
+        elif kind == "message_update" and self.streaming:
+            self.streaming = False  # after the reply's first streamed piece
+            self._fire(("during_turn", self.replies))
