@@ -16,6 +16,7 @@
 """
 
 from openprogram_sim.scenario._check import Failure, Verdict, check_outcome, check_requests
+from openprogram_sim.scenario._jsonschema import json_schema
 from openprogram_sim.scenario._loader import discover, load_scenario, parse_scenario
 from openprogram_sim.scenario._runner import (
     RecordingProvider,
@@ -40,7 +41,6 @@ from openprogram_sim.scenario._schema import (
     Scenario,
     Steering,
     ToolDef,
-    json_schema,
 )
 from openprogram_sim.trace import EVENT_FIELDS
 

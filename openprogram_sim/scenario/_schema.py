@@ -2,7 +2,8 @@
 
 A scenario is one YAML file (see the README): the tools to simulate, the ``exec`` call, the
 scripted model turns, steering and follow-up injection points, and the expectations.
-:func:`json_schema` is what ``openprogram-sim schema`` prints.
+:func:`~openprogram_sim.scenario.json_schema` (``_jsonschema.py``) is what ``openprogram-sim
+schema`` prints.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pydantic import (
 )
 
 from openprogram.types import ErrorReason
-from openprogram_sim.trace import EVENT_FIELDS, field_schema
+from openprogram_sim.trace import EVENT_FIELDS
 
 __all__ = [
     "AbortPoint",
@@ -39,7 +40,6 @@ __all__ = [
     "Scenario",
     "Steering",
     "ToolDef",
-    "json_schema",
 ]
 
 
@@ -494,77 +494,3 @@ class Scenario(_Model):
         line = self.line(*path)
         name = self.path or "<scenario>"
         return f"{name}:{line}" if line is not None else name
-
-
-_MATCHER = {
-    "type": "object",
-    "description": "A matcher: {$regex: ...}, {$contains: ...}, {$subset: {...}}, {$in: [...]}"
-    " or {$any: true}.",
-    "minProperties": 1,
-    "maxProperties": 1,
-    "additionalProperties": False,
-    "properties": {
-        "$regex": {"type": "string"},
-        "$contains": {},
-        "$subset": {"type": "object"},
-        "$in": {"type": "array"},
-        "$any": {"const": True},
-    },
-}
-
-
-def _expected_event() -> dict[str, Any]:
-    events = {
-        name: {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {field: field_schema(field) for field in fields},
-        }
-        for name, fields in EVENT_FIELDS.items()
-    }
-    return {
-        "type": "object",
-        "description": "One expected event: {event_type: {field: value or matcher}}.",
-        "minProperties": 1,
-        "maxProperties": 1,
-        "additionalProperties": False,
-        "properties": events,
-    }
-
-
-def _fill_placeholders(node: Any) -> None:
-    """Point the placeholders pydantic emitted (it cannot reference a definition of ours)
-    at the definitions added above."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if isinstance(value, dict) and set(value) == {"x-placeholder"}:
-                node[key] = {"$ref": f"#/$defs/{value['x-placeholder']}"}
-            else:
-                _fill_placeholders(value)
-    elif isinstance(node, list):
-        for item in node:
-            _fill_placeholders(item)
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of scenario files, for editors: every key, every event name and its
-    fields with their types; ``model`` as a list of turns or a cassette."""
-    schema = Scenario.model_json_schema()
-    schema["properties"].pop("path", None)
-    defs = schema["$defs"]
-    schema["properties"]["model"] = {
-        "oneOf": [
-            {"type": "array", "items": {"$ref": "#/$defs/ModelTurn"}},
-            {"$ref": "#/$defs/CassetteModel"},
-        ],
-        "description": "One turn per model call, in call order across nesting levels; or "
-        "{cassette: FILE, model: PROVIDER:MODEL}, a recorded session replayed through the "
-        "real adapter.",
-    }
-    schema["oneOf"] = [{"required": ["exec"]}, {"required": ["call"]}]  # one top level
-    defs["Matcher"] = _MATCHER
-    defs["ExpectedEvent"] = _expected_event()
-    _fill_placeholders(schema)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "openprogram scenario"
-    return schema
