@@ -89,7 +89,10 @@ def test_a_changed_request_and_unplayed_interactions_fail(project: pytest.Pytest
     assert "def openprogram_cassette(" not in out  # the problems, not the plugin's code
 
 
-def test_an_unnamed_cassette_and_the_config_fixture(pytester: pytest.Pytester) -> None:
+def test_an_unnamed_cassette_and_the_config_fixture(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)  # CI forces record mode none
     pytester.makeconftest(
         """
 import pytest
