@@ -100,6 +100,8 @@ def _new_run_id() -> str:
 
 
 Listener = Callable[[AgentEvent], None]
+"""Receives every event of a run. A listener whose ``wants_updates`` attribute is ``False``
+is not sent ``message_update`` (one per streamed piece), and none is built for it."""
 MessageSource = Callable[[], "list[UserMessage] | Awaitable[list[UserMessage]]"]
 """Returns (and dequeues) queued messages; sync or async."""
 
@@ -223,8 +225,8 @@ class _Run:
         """Every tool-call id in the history (built when a reply first has calls)."""
         self.error: BaseException | None = None
 
-    def emit(self, event: AgentEvent) -> None:
-        for listener in self.listeners:
+    def emit(self, event: AgentEvent, listeners: list[Listener] | None = None) -> None:
+        for listener in self.listeners if listeners is None else listeners:
             try:
                 listener(event)
             except Exception:  # a listener never breaks the run
@@ -505,6 +507,9 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     request = Context(context.system_prompt, context.messages, specs)
     partial: AssistantMessage | None = None
     listeners = run.listeners
+    # message_update is the one event per streamed piece: built only for listeners that
+    # want it (a listener with ``wants_updates = False``, like a trace recorder, does not)
+    updates = [f for f in listeners if getattr(f, "wants_updates", True)]
     final: AssistantMessage | None = None
     try:
         async for event in run.config.provider.stream(request, run.options):
@@ -522,7 +527,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                 final = event.error
             elif final is not None:
                 continue  # nothing counts after the final event
-            elif listeners and partial is not None:
+            elif updates and partial is not None:
                 run.emit(
                     MessageUpdate(
                         message=partial,
@@ -531,7 +536,8 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                         round=run.round,
                         run_id=run.run_id,
                         parent_run_id=run.parent_run_id,
-                    )
+                    ),
+                    updates,
                 )
     except Exception as exc:
         run.error = exc

@@ -204,6 +204,8 @@ class Injections:
         self.tools = 0
         self.replies = 0
         self.streaming = False
+        self.wants_updates = scenario.abort is not None and scenario.abort.during_turn is not None
+        """Only a mid-stream abort needs the streamed pieces (see :mod:`openprogram.agent`)."""
         self.unfired: set[str] = set()
         self.by_point: dict[tuple[str, int], list[tuple[str, str | None]]] = {}
         for i, entry in enumerate(scenario.steering):

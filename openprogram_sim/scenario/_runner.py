@@ -211,6 +211,8 @@ class RecordingProvider:
         self.requests.append(ScriptedRequest.of(len(self.requests) + 1, context, options))
         return self.inner.stream(context, options)
 
+    wants_updates = False
+
     def __call__(self, event: AgentEvent) -> None:
         """A listener: each model call's reply ends in one assistant ``message_end``, in
         call order; its usage is the call's."""

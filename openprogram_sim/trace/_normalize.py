@@ -194,6 +194,8 @@ class TraceRecorder:
 
     def __init__(self, *, updates: bool = False) -> None:
         self.updates = updates
+        self.wants_updates = updates
+        """Without ``updates``, the loop builds no ``message_update`` for this recorder."""
         self.trace: list[dict[str, Any]] = []
 
     def __call__(self, event: AgentEvent) -> None:

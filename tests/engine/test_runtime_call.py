@@ -70,3 +70,23 @@ def test_a_plain_callable_taking_runtime_gets_it() -> None:
 
     assert runtime.call(app, "bot") == "bot: hi"
     assert runtime.call(lambda: 7) == 7
+
+
+def test_a_listener_that_wants_no_updates_is_sent_none() -> None:
+    class Quiet:
+        wants_updates = False
+
+        def __init__(self) -> None:
+            self.types: list[str] = []
+
+        def __call__(self, event: object) -> None:
+            self.types.append(event.type)  # type: ignore[attr-defined]
+
+    quiet, everything = Quiet(), []
+    runtime = Runtime(provider=ScriptedModel(["a reply long enough to stream in pieces"]))
+    runtime.subscribe(quiet)
+    runtime.subscribe(lambda e: everything.append(e.type))
+    runtime.exec("hi", tools=[])
+    assert "message_update" not in quiet.types
+    assert everything.count("message_update") >= 2
+    assert [t for t in everything if t != "message_update"] == quiet.types
