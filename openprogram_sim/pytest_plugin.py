@@ -39,16 +39,25 @@ when a scenario or fixture is used.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram_sim._pytest_items import (
+    STATE,
+    SUFFIXES,
+    InvalidScenarioItem,
+    ScenarioFailed,
+    ScenarioFile,
+    ScenarioItem,
+    State,
+    relpath,
+)
+
 if TYPE_CHECKING:
     from openprogram_sim._fixtures import ModelFactory, ScenarioRunner, UsageRecorder
-    from openprogram_sim.errors import ScenarioError
-    from openprogram_sim.scenario import Scenario, Verdict
 
 __all__ = [
     "InvalidScenarioItem",
@@ -85,11 +94,9 @@ def __getattr__(name: str) -> Any:
 REPORT_ATTR = "openprogram"
 """The attribute of a pytest ``TestReport`` that carries the test's report record."""
 
-_STATE = pytest.StashKey["_State"]()
 _RECORD = pytest.StashKey["_TestRecord"]()
 _COLLECTOR = pytest.StashKey["_Collector"]()
 _COVERAGE = pytest.StashKey[Any]()
-_SUFFIXES = (".yaml", ".yml")
 
 
 # --------------------------------------------------------------------------- options
@@ -114,34 +121,13 @@ _COVERAGE_OPTIONS = (
 )
 
 
-class _State:
-    """Per-session plugin state (kept on the config, so nested pytester runs are isolated)."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.roots: list[Path] = []
-        self.collected: set[Path] = set()
-        self.base = config.invocation_params.dir.resolve()
-        self.tags: set[str] = set()
-        """Scenario tags already registered as markers."""
-        """Scenario files already collected, resolved: a folder reached again through a
-        link (a link loop) does not collect its files twice."""
-        self.records: dict[str, dict[str, Any]] = {}
-        self.started = time.perf_counter()
-        self.written: Path | None = None
-
-    def owns(self, resolved: Path) -> bool:
-        """Whether ``resolved`` (a resolved path) is under one of the scenario roots."""
-        return any(resolved == r or r in resolved.parents for r in self.roots)
-
-
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    state = _State(config)
-    config.stash[_STATE] = state
+    state = State(config)
+    config.stash[STATE] = state
     collector = config.stash[_COLLECTOR] = _Collector(state)
     config.pluginmanager.register(collector, "openprogram-collector")
     config.addinivalue_line(
@@ -187,8 +173,8 @@ def _add_collection_args(config: pytest.Config, roots: list[Path]) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    state = parent.config.stash.get(_STATE, None)
-    if state is None or not state.roots or file_path.suffix not in _SUFFIXES:
+    state = parent.config.stash.get(STATE, None)
+    if state is None or not state.roots or file_path.suffix not in SUFFIXES:
         return None
     try:
         real = file_path.resolve()
@@ -199,138 +185,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     state.collected.add(real)
     file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
     return file
-
-
-def _node_name(title: str) -> str:
-    """A scenario title as a node name: one line, no ``::`` (which would split the id)."""
-    name = " ".join(title.split()).replace("::", ":")
-    return name or "scenario"
-
-
-class ScenarioFile(pytest.File):
-    """A scenario file: one item, or an :class:`InvalidScenarioItem` when it does not load."""
-
-    def collect(self) -> Iterable[pytest.Item]:
-        from openprogram_sim.errors import ScenarioError
-        from openprogram_sim.scenario import load_scenario
-
-        try:
-            scenario = load_scenario(self.path, shown_as=_display_path(self.config, self.path))
-        except ScenarioError as exc:
-            yield InvalidScenarioItem.from_parent(self, name="invalid", error=exc)
-            return
-        item = ScenarioItem.from_parent(self, name=_node_name(scenario.scenario), scenario=scenario)
-        for tag in scenario.tags:
-            _register_marker(self.config, tag)
-            item.add_marker(tag)
-        item.add_marker("openprogram_scenario")
-        yield item
-
-
-def _register_marker(config: pytest.Config, tag: str) -> None:
-    # Tags are only known once a file is read; registering each before it is applied is
-    # what lets --strict-markers accept them (pytest re-reads the marker list on lookup).
-    state = config.stash.get(_STATE, None)
-    if state is not None and tag in state.tags:
-        return
-    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
-    if tag not in known:
-        config.addinivalue_line("markers", f"{tag}: scenario tag")
-    if state is not None:
-        state.tags.add(tag)
-
-
-def _display_path(config: pytest.Config, path: Path) -> str:
-    """``path`` as the user typed it: relative to where pytest was started, when below it."""
-    state = config.stash.get(_STATE, None)
-    base = state.base if state is not None else config.invocation_params.dir.resolve()
-    try:
-        return path.resolve().relative_to(base).as_posix()
-    except (ValueError, OSError, RuntimeError):
-        return str(path)
-
-
-def _relpath(config: pytest.Config, path: Path) -> str:
-    try:
-        return path.resolve().relative_to(config.rootpath).as_posix()
-    except (ValueError, OSError, RuntimeError):
-        return str(path)
-
-
-class ScenarioFailed(AssertionError):
-    """A scenario's verdict has failures; ``repr_failure`` prints them, not a traceback."""
-
-    def __init__(self, verdict: Verdict) -> None:
-        super().__init__(f"{len(verdict.failures)} expectation(s) failed")
-        self.verdict = verdict
-
-
-class ScenarioItem(pytest.Item):
-    """One scenario file, run on the simulator and checked against its ``expect:``."""
-
-    def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.scenario: Scenario | None = scenario
-        self.title = scenario.scenario
-        self.verdict: Verdict | None = None
-        # the title is a keyword too, so -k matches any word of it
-        self.extra_keyword_matches.add(scenario.scenario)
-
-    def runtest(self) -> None:
-        from openprogram_sim.report import scenario_props
-        from openprogram_sim.scenario import check_outcome, run_scenario
-
-        assert self.scenario is not None, "a scenario item runs once"
-        self.verdict = verdict = check_outcome(run_scenario(self.scenario))
-        for key, value in scenario_props(verdict).items():
-            self.user_properties.append((key, value))
-        if not verdict.passed:
-            raise ScenarioFailed(verdict)
-
-    def repr_failure(
-        self,
-        excinfo: pytest.ExceptionInfo[BaseException],
-        style: Any = None,
-    ) -> str | Any:
-        if isinstance(excinfo.value, ScenarioFailed):
-            from openprogram_sim.report import format_verdict
-
-            verdict = excinfo.value.verdict
-            path = _relpath(self.config, self.path)
-            head = f"scenario failed: {self.title}\n  file: {path}"
-            outcome = verdict.outcome
-            if outcome.error is not None:
-                head += f"\n  exec raised: {outcome.error_text}"
-            else:
-                head += f"\n  exec returned: {outcome.result!r}"
-            return f"{head}\n\n{format_verdict(verdict)}"
-        return super().repr_failure(excinfo, style="short")
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, f"scenario: {self.title}"
-
-
-class InvalidScenarioItem(pytest.Item):
-    """A scenario file that could not be loaded: it fails with every ``file:line`` error."""
-
-    def __init__(self, *, error: ScenarioError, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.error = error
-
-    def runtest(self) -> None:
-        raise self.error
-
-    def repr_failure(
-        self,
-        excinfo: pytest.ExceptionInfo[BaseException],
-        style: Any = None,
-    ) -> str | Any:
-        issues = "\n".join(f"  {issue}" for issue in self.error.issues)
-        return f"invalid scenario file {_display_path(self.config, self.path)}:\n{issues}"
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        line = next((i.line for i in self.error.issues if i.line is not None), 1)
-        return self.path, line - 1, f"invalid scenario file: {self.path.name}"
 
 
 # --------------------------------------------------------------------------- records
@@ -359,7 +213,7 @@ def _record_for(item: pytest.Item, report: pytest.TestReport) -> dict[str, Any] 
             return None
         from openprogram_sim.report import invalid_record
 
-        return invalid_record(item.error, id=item.nodeid, path=_relpath(item.config, item.path))
+        return invalid_record(item.error, id=item.nodeid, path=relpath(item.config, item.path))
     if isinstance(item, ScenarioItem):
         return _scenario_item_record(item, report)
     traced = item.stash.get(_RECORD, None)
@@ -374,7 +228,7 @@ def _scenario_item_record(item: ScenarioItem, report: pytest.TestReport) -> dict
     if report.when == "call" and item.verdict is not None:
         from openprogram_sim.report import scenario_record
 
-        path = _relpath(item.config, item.path)
+        path = relpath(item.config, item.path)
         record = scenario_record(item.verdict, id=item.nodeid, path=path)
         record["status"] = _status(report)
         record["duration"] = report.duration
@@ -394,7 +248,7 @@ def _stub_record(item: ScenarioItem, status: str, duration: float, failure: str)
         "id": item.nodeid,
         "kind": "scenario",
         "title": scenario.scenario,
-        "path": _relpath(item.config, item.path),
+        "path": relpath(item.config, item.path),
         "description": scenario.description,
         "tags": list(scenario.tags),
         "status": status,
@@ -425,7 +279,7 @@ class _Collector:
     """Gathers the records on the reports (the controller's, under xdist) and writes the
     report once the session is over. Registered per config, so nested sessions are apart."""
 
-    def __init__(self, state: _State) -> None:
+    def __init__(self, state: State) -> None:
         self.state = state
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -455,7 +309,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(coverage)
 
 
-def _write(config: pytest.Config, state: _State, target: str) -> Path:
+def _write(config: pytest.Config, state: State, target: str) -> Path:
     from openprogram_sim.report import write_report
 
     path = config.invocation_params.dir / target
@@ -628,3 +482,8 @@ def openprogram_cassette(
     problems = cassette.problems()
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+for _cls in (InvalidScenarioItem, ScenarioFailed, ScenarioFile, ScenarioItem):
+    _cls.__module__ = __name__  # the public module users see in reprs
+del _cls

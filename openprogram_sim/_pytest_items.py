@@ -1,0 +1,184 @@
+"""The pytest plugin's scenario items: a scenario file is a collector of one item, run on
+the simulator and checked against its ``expect:`` (or an item that reports why the file
+does not load). Only pytest and the standard library are imported at start-up; the harness
+is imported when a scenario is loaded or run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from openprogram_sim.errors import ScenarioError
+    from openprogram_sim.scenario import Scenario, Verdict
+
+__all__ = [
+    "InvalidScenarioItem",
+    "ScenarioFailed",
+    "ScenarioFile",
+    "ScenarioItem",
+    "State",
+    "display_path",
+    "relpath",
+]
+
+STATE = pytest.StashKey["State"]()
+SUFFIXES = (".yaml", ".yml")
+
+
+class State:
+    """Per-session plugin state (kept on the config, so nested pytester runs are isolated)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.roots: list[Path] = []
+        self.collected: set[Path] = set()
+        """Scenario files already collected, resolved: a folder reached again through a
+        link (a link loop) does not collect its files twice."""
+        self.base = config.invocation_params.dir.resolve()
+        self.tags: set[str] = set()
+        """Scenario tags already registered as markers."""
+        self.records: dict[str, dict[str, Any]] = {}
+        self.started = time.perf_counter()
+        self.written: Path | None = None
+
+    def owns(self, resolved: Path) -> bool:
+        """Whether ``resolved`` (a resolved path) is under one of the scenario roots."""
+        return any(resolved == r or r in resolved.parents for r in self.roots)
+
+
+def _node_name(title: str) -> str:
+    """A scenario title as a node name: one line, no ``::`` (which would split the id)."""
+    name = " ".join(title.split()).replace("::", ":")
+    return name or "scenario"
+
+
+class ScenarioFile(pytest.File):
+    """A scenario file: one item, or an :class:`InvalidScenarioItem` when it does not load."""
+
+    def collect(self) -> Iterable[pytest.Item]:
+        from openprogram_sim.errors import ScenarioError
+        from openprogram_sim.scenario import load_scenario
+
+        try:
+            scenario = load_scenario(self.path, shown_as=display_path(self.config, self.path))
+        except ScenarioError as exc:
+            yield InvalidScenarioItem.from_parent(self, name="invalid", error=exc)
+            return
+        item = ScenarioItem.from_parent(self, name=_node_name(scenario.scenario), scenario=scenario)
+        for tag in scenario.tags:
+            _register_marker(self.config, tag)
+            item.add_marker(tag)
+        item.add_marker("openprogram_scenario")
+        yield item
+
+
+def _register_marker(config: pytest.Config, tag: str) -> None:
+    # Tags are only known once a file is read; registering each before it is applied is
+    # what lets --strict-markers accept them (pytest re-reads the marker list on lookup).
+    state = config.stash.get(STATE, None)
+    if state is not None and tag in state.tags:
+        return
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    if tag not in known:
+        config.addinivalue_line("markers", f"{tag}: scenario tag")
+    if state is not None:
+        state.tags.add(tag)
+
+
+def display_path(config: pytest.Config, path: Path) -> str:
+    """``path`` as the user typed it: relative to where pytest was started, when below it."""
+    state = config.stash.get(STATE, None)
+    base = state.base if state is not None else config.invocation_params.dir.resolve()
+    try:
+        return path.resolve().relative_to(base).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        return str(path)
+
+
+def relpath(config: pytest.Config, path: Path) -> str:
+    try:
+        return path.resolve().relative_to(config.rootpath).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        return str(path)
+
+
+class ScenarioFailed(AssertionError):
+    """A scenario's verdict has failures; ``repr_failure`` prints them, not a traceback."""
+
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(f"{len(verdict.failures)} expectation(s) failed")
+        self.verdict = verdict
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario file, run on the simulator and checked against its ``expect:``."""
+
+    def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario: Scenario | None = scenario
+        self.title = scenario.scenario
+        self.verdict: Verdict | None = None
+        # the title is a keyword too, so -k matches any word of it
+        self.extra_keyword_matches.add(scenario.scenario)
+
+    def runtest(self) -> None:
+        from openprogram_sim.report import scenario_props
+        from openprogram_sim.scenario import check_outcome, run_scenario
+
+        assert self.scenario is not None, "a scenario item runs once"
+        self.verdict = verdict = check_outcome(run_scenario(self.scenario))
+        for key, value in scenario_props(verdict).items():
+            self.user_properties.append((key, value))
+        if not verdict.passed:
+            raise ScenarioFailed(verdict)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        if isinstance(excinfo.value, ScenarioFailed):
+            from openprogram_sim.report import format_verdict
+
+            verdict = excinfo.value.verdict
+            path = relpath(self.config, self.path)
+            head = f"scenario failed: {self.title}\n  file: {path}"
+            outcome = verdict.outcome
+            if outcome.error is not None:
+                head += f"\n  exec raised: {outcome.error_text}"
+            else:
+                head += f"\n  exec returned: {outcome.result!r}"
+            return f"{head}\n\n{format_verdict(verdict)}"
+        return super().repr_failure(excinfo, style="short")
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, 0, f"scenario: {self.title}"
+
+
+class InvalidScenarioItem(pytest.Item):
+    """A scenario file that could not be loaded: it fails with every ``file:line`` error."""
+
+    def __init__(self, *, error: ScenarioError, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self) -> None:
+        raise self.error
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        issues = "\n".join(f"  {issue}" for issue in self.error.issues)
+        return f"invalid scenario file {display_path(self.config, self.path)}:\n{issues}"
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = next((i.line for i in self.error.issues if i.line is not None), 1)
+        return self.path, line - 1, f"invalid scenario file: {self.path.name}"
