@@ -29,6 +29,22 @@ class TurnToolCall:
         raw = self.arguments
         self.json_text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
 
+    @classmethod
+    def coerce(cls, value: Any) -> TurnToolCall:
+        """A call from a TurnToolCall, ``{name: arguments}`` or ``{"name": ..., "arguments": ...,
+        "id": ...}``."""
+        if isinstance(value, TurnToolCall):
+            return value
+        if isinstance(value, Mapping) and "name" in value:
+            return cls(value["name"], value.get("arguments", {}), value.get("id"))
+        if isinstance(value, Mapping) and len(value) == 1:
+            ((name, args),) = value.items()
+            return cls(str(name), {} if args is None else args)
+        raise ValueError(
+            f"scripted tool call {value!r} must be {{name: arguments}} or "
+            '{"name": ..., "arguments": ..., "id": ...}'
+        )
+
 
 @dataclass(slots=True)
 class Turn:
@@ -86,7 +102,7 @@ class Turn:
         return cls(
             text=value.get("text"),
             thinking=value.get("thinking"),
-            tool_calls=[_coerce_call(c) for c in value.get("tool_calls") or []],
+            tool_calls=[TurnToolCall.coerce(c) for c in value.get("tool_calls") or []],
             stop_reason=value.get("stop_reason"),
             error=value.get("error"),
             error_reason=value.get("error_reason"),
@@ -111,17 +127,3 @@ _TURN_KEYS = (
     "fault",
     "latency",
 )
-
-
-def _coerce_call(value: Any) -> TurnToolCall:
-    if isinstance(value, TurnToolCall):
-        return value
-    if isinstance(value, Mapping) and "name" in value:
-        return TurnToolCall(value["name"], value.get("arguments", {}), value.get("id"))
-    if isinstance(value, Mapping) and len(value) == 1:
-        ((name, args),) = value.items()
-        return TurnToolCall(str(name), {} if args is None else args)
-    raise ValueError(
-        f"scripted tool call {value!r} must be {{name: arguments}} or "
-        '{"name": ..., "arguments": ..., "id": ...}'
-    )

@@ -153,17 +153,10 @@ def _message_fields(message: Any) -> dict[str, Any]:
 
 
 def _turn(turn: ModelTurn) -> Turn:
-    calls = []
-    for call in turn.tool_calls:
-        if "name" in call:
-            calls.append(TurnToolCall(call["name"], call.get("arguments", {}), call.get("id")))
-        else:
-            ((name, args),) = call.items()
-            calls.append(TurnToolCall(str(name), {} if args is None else args))
     return Turn(
         text=turn.text,
         thinking=turn.thinking,
-        tool_calls=calls,
+        tool_calls=[TurnToolCall.coerce(c) for c in turn.tool_calls],
         stop_reason=turn.stop_reason,
         error=turn.error,
         error_reason=turn.error_reason,
