@@ -156,6 +156,22 @@ def chunk_seed(seed: int, index: int) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+def search_settings(chunk: _Chunk) -> settings:
+    """How a chunk searches: its examples in batches, shrinking the first failure, quietly,
+    with no database or deadline (campaigns are reproduced by their seed)."""
+    return settings(
+        max_examples=max(1, math.ceil(chunk.runs / chunk.batch)),
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+
+
 def _run_chunk(chunk: _Chunk) -> _ChunkResult:
     loop = _loop()
     stats = FuzzStats()
@@ -197,17 +213,7 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
     blobs = st.binary(min_size=SCENARIO_BYTES, max_size=SCENARIO_BYTES)
 
     @hypothesis_seed(chunk.seed)
-    @settings(
-        max_examples=math.ceil(chunk.runs / chunk.batch),
-        database=None,
-        deadline=None,
-        derandomize=False,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
+    @search_settings(chunk)
     @given(st.lists(blobs, min_size=chunk.batch, max_size=chunk.batch))
     def search(batch: list[bytes]) -> None:
         for blob in batch:

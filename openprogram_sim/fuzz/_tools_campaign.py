@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, find, given, settings
+from hypothesis import HealthCheck, Verbosity, find, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
@@ -48,6 +48,7 @@ from openprogram_sim.fuzz._campaign import (
     _chunks,
     _Violation,
     run_chunks,
+    search_settings,
 )
 from openprogram_sim.fuzz._contract import Breach
 from openprogram_sim.fuzz._regression import contract_document, fixed_variant, write_document
@@ -155,17 +156,7 @@ def _run_tool_chunk(
             raise _Violation("\n".join(report.violations))
 
         @hypothesis_seed(chunk.seed)
-        @settings(
-            max_examples=max(1, math.ceil(chunk.runs / chunk.batch)),
-            database=None,
-            deadline=None,
-            derandomize=False,
-            phases=(Phase.generate, Phase.shrink),
-            suppress_health_check=list(HealthCheck),
-            report_multiple_bugs=False,
-            verbosity=Verbosity.quiet,
-            print_blob=False,
-        )
+        @search_settings(chunk)
         @given(st.lists(scenario, min_size=chunk.batch, max_size=chunk.batch))
         def search(batch: list[dict[str, Any]]) -> None:
             for data in batch:
