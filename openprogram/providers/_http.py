@@ -134,15 +134,6 @@ def tool_result_text(message: ToolResultMessage) -> str:
     return f"[result of tool {message.tool_name} (id {message.tool_call_id}){flag}: {message.text}]"
 
 
-async def _race(awaitable: Awaitable[T], cancel: asyncio.Event | None) -> T:
-    """Await ``awaitable``, or give up with ``_CANCELLED`` as soon as ``cancel`` is set."""
-    racer = _Racer(cancel)
-    try:
-        return await racer.read(awaitable)
-    finally:
-        racer.close()
-
-
 class _Racer:
     """Races reads against one cancel event for the life of one response.
 
@@ -205,13 +196,13 @@ def _discard(awaitable: Awaitable[Any]) -> None:
         close()  # a coroutine never awaited: close it, no "never awaited" warning
 
 
-async def _read_error_body(response: httpx2.Response, cancel: asyncio.Event | None) -> Any:
-    """The start of a non-2xx body: at most ``MAX_ERROR_BODY`` bytes, read under ``cancel``
-    (``_CANCELLED`` when it is set first). A body that never ends holds neither."""
+async def _read_error_body(response: httpx2.Response, racer: _Racer) -> Any:
+    """The start of a non-2xx body: at most ``MAX_ERROR_BODY`` bytes, each read raced
+    against the cancel event (``_CANCELLED`` when it is set first). A body that never ends
+    holds neither."""
     parts: list[bytes] = []
     size = 0
     chunks = response.aiter_bytes()
-    racer = _Racer(cancel)
     try:
         while size < MAX_ERROR_BODY:
             chunk = await racer.read(anext(chunks, _EOF))
@@ -222,7 +213,7 @@ async def _read_error_body(response: httpx2.Response, cancel: asyncio.Event | No
             parts.append(chunk)
             size += len(chunk)
     finally:
-        racer.close()
+        await chunks.aclose()
     return b"".join(parts)[:MAX_ERROR_BODY]
 
 
@@ -284,6 +275,8 @@ class HTTPProvider(ABC):
         self.streaming = stream
         self.headers = dict(headers or {})
         self._redact = Redactor(self._api_key, *credential_values(self.headers))
+        self._cached_url: tuple[str, httpx2.URL] | None = None
+        self._timeout_extension: tuple[Any, dict[str, float | None]] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r}, base_url={self.base_url!r})"
@@ -381,37 +374,67 @@ class HTTPProvider(ABC):
         headers.update(self.headers)
         return headers
 
+    def _build(self, client: httpx2.AsyncClient, body: dict[str, Any]) -> httpx2.Request:
+        """The POST for ``body``, as ``client.build_request`` builds it (the client's
+        headers and cookies merged in, a relative URL joined to its ``base_url``), with
+        the parsed URL and the timeout kept between calls: a loop sends to the same
+        endpoint every round. The client's query parameters are added to the endpoint's
+        own (``build_request`` would replace Gemini's ``alt=sse`` with them)."""
+        content = json.dumps(body).encode()
+        url = self.endpoint()
+        cached = self._cached_url
+        if cached is None or cached[0] != url:
+            cached = self._cached_url = (url, httpx2.URL(url))
+        target = cached[1]
+        if target.is_relative_url:
+            target = client.build_request("POST", target).url
+        if client.params:
+            target = target.copy_merge_params(client.params)
+        timeout = self._timeout_extension
+        if timeout is None or timeout[0] is not self.timeout:
+            timeout = (self.timeout, httpx2.Timeout(self.timeout).as_dict())
+            self._timeout_extension = timeout
+        headers = httpx2.Headers(client.headers)
+        headers.update(self._headers())
+        return httpx2.Request(
+            "POST",
+            target,
+            content=content,
+            headers=headers,
+            cookies=client.cookies,
+            extensions={"timeout": timeout[1]},
+        )
+
     async def _exchange(
         self, body: dict[str, Any], builder: MessageBuilder, cancel: asyncio.Event | None
     ) -> AsyncIterator[ProviderEvent]:
         async with self._client() as client:
             try:
-                request = client.build_request(
-                    "POST",
-                    self.endpoint(),
-                    content=json.dumps(body).encode(),
-                    headers=self._headers(),
-                    timeout=self.timeout,
-                )
+                request = self._build(client, body)
             except (ValueError, RecursionError, httpx2.InvalidURL) as exc:
                 yield self._unsendable(builder, exc)
                 return
             request = await self.prepare(request)
-            response = await _race(client.send(request, stream=True), cancel)
-            if response is _CANCELLED:
-                yield builder.error(f"{self.label} request aborted", aborted=True)
-                return
+            # One racer for the whole exchange: the send, then every read of the body.
+            racer = _Racer(cancel)
             try:
-                async for event in self._read(response, builder, cancel):
-                    yield event
+                response = await racer.read(client.send(request, stream=True))
+                if response is _CANCELLED:
+                    yield builder.error(f"{self.label} request aborted", aborted=True)
+                    return
+                try:
+                    async for event in self._read(response, builder, racer):
+                        yield event
+                finally:
+                    await response.aclose()
             finally:
-                await response.aclose()
+                racer.close()
 
     async def _read(
-        self, response: httpx2.Response, builder: MessageBuilder, cancel: asyncio.Event | None
+        self, response: httpx2.Response, builder: MessageBuilder, racer: _Racer
     ) -> AsyncIterator[ProviderEvent]:
         if not response.is_success:
-            raw = await _read_error_body(response, cancel)
+            raw = await _read_error_body(response, racer)
             if raw is _CANCELLED:
                 yield builder.error(f"{self.label} request aborted", aborted=True)
                 return
@@ -420,7 +443,6 @@ class HTTPProvider(ABC):
             return
         parser = self.parser(builder, response.headers.get("content-type", ""))
         chunks = response.aiter_bytes()
-        racer = _Racer(cancel)
         try:
             while not parser.finished:
                 chunk = await racer.read(anext(chunks, _EOF))
@@ -433,6 +455,8 @@ class HTTPProvider(ABC):
                 for event in parser.feed(chunk):
                     yield event
         finally:
-            racer.close()
+            # Closed here, not left to the garbage collector: a reply that ends before its
+            # body does would otherwise cost a thread-safe callback and a task to close it.
+            await chunks.aclose()
         for event in parser.finish():
             yield event
