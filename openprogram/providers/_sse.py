@@ -81,6 +81,20 @@ class SSEDecoder:
             text = text.removeprefix("\n")
             self._skip_lf = False
         events: list[SSEEvent] = []
+        if "\r" not in text:
+            # The common case (LF only): split once instead of matching line by line.
+            lines = text.split("\n")
+            rest = lines.pop()  # after the last LF: part of a line still to come
+            if lines and self._pending:
+                lines[0] = "".join(self._pending) + lines[0]
+                self._pending.clear()
+            for line in lines:
+                event = self._line(line)
+                if event is not None:
+                    events.append(event)
+            if rest:
+                self._pending.append(rest)
+            return events
         start = 0
         # Only the new text is scanned, so a long line arriving in tiny chunks stays linear.
         for match in _LINE_END.finditer(text):
