@@ -262,7 +262,18 @@ class Cassette:
         vcr_cassette = self.vcr
         if vcr_cassette.record_mode == RecordMode.ALL or not vcr_cassette.rewound:
             return None
-        request = self._scrub_body_of(request)  # headers are not matched
+        # Stored bodies were scrubbed when recorded. Most requests hold no secret, so the
+        # body is matched as sent first; only when that fails is it scrubbed (a key echoed
+        # in a prompt) and matched again. Headers are not matched.
+        played = self._first_match(request)
+        if played is None and not getattr(request, "_op_body_scrubbed", False):
+            sent = request.body
+            if self._scrub_body_of(request).body != sent:
+                played = self._first_match(request)
+        return played
+
+    def _first_match(self, request: VcrRequest) -> dict[str, Any] | None:
+        vcr_cassette = self.vcr
         counts = vcr_cassette.play_counts
         for index, (stored, response) in enumerate(vcr_cassette.data):
             if counts[index] == 0 and self._match(request, stored):
@@ -332,6 +343,7 @@ class Cassette:
         raw = request.body if isinstance(request.body, bytes) else None
         if raw and self.scrubber.holds_secret(raw.decode("utf-8", "surrogateescape")):
             request.body = self._scrub_body(raw)
+            request._op_body = None  # it may have been parsed before: parse it again
         request._op_body_scrubbed = True  # type: ignore[attr-defined]
         return request
 

@@ -224,11 +224,20 @@ def _recorded(
     return response
 
 
+def _headers(request: Any) -> dict[str, str]:
+    """The request's headers as a dict, repeated names joined with ", " (as the headers'
+    own mapping does, in one pass instead of a lookup per name)."""
+    out: dict[str, str] = {}
+    for name, value in request.headers.multi_items():
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
 async def handle_async(
     lib: ModuleType, cassette: Cassette, request: Any, live: Callable[[Any], Any]
 ) -> Any:
     body = await request.aread()
-    answer = cassette.answer(request.method, str(request.url), dict(request.headers), body)
+    answer = cassette.answer(request.method, str(request.url), _headers(request), body)
     if isinstance(answer, Reply):
         if cassette.timing == "recorded" and answer.latency > 0:
             await asyncio.sleep(answer.latency)
@@ -243,7 +252,7 @@ def handle_sync(
     lib: ModuleType, cassette: Cassette, request: Any, live: Callable[[Any], Any]
 ) -> Any:
     body = request.read()
-    answer = cassette.answer(request.method, str(request.url), dict(request.headers), body)
+    answer = cassette.answer(request.method, str(request.url), _headers(request), body)
     if isinstance(answer, Reply):
         if cassette.timing == "recorded" and answer.latency > 0:
             time.sleep(answer.latency)
