@@ -80,21 +80,9 @@ class SSEDecoder:
             # The previous chunk ended in CR: an LF right here belongs to that line ending.
             text = text.removeprefix("\n")
             self._skip_lf = False
-        events: list[SSEEvent] = []
         if "\r" not in text:
-            # The common case (LF only): split once instead of matching line by line.
-            lines = text.split("\n")
-            rest = lines.pop()  # after the last LF: part of a line still to come
-            if lines and self._pending:
-                lines[0] = "".join(self._pending) + lines[0]
-                self._pending.clear()
-            for line in lines:
-                event = self._line(line)
-                if event is not None:
-                    events.append(event)
-            if rest:
-                self._pending.append(rest)
-            return events
+            return self._feed_lf(text)
+        events: list[SSEEvent] = []
         start = 0
         # Only the new text is scanned, so a long line arriving in tiny chunks stays linear.
         for match in _LINE_END.finditer(text):
@@ -110,6 +98,22 @@ class SSEDecoder:
                 events.append(event)
         if start < len(text):
             self._pending.append(text[start:])
+        return events
+
+    def _feed_lf(self, text: str) -> list[SSEEvent]:
+        # The common case (LF line endings only): split once instead of matching each line.
+        events: list[SSEEvent] = []
+        lines = text.split("\n")
+        rest = lines.pop()  # after the last LF: part of a line still to come
+        if lines and self._pending:
+            lines[0] = "".join(self._pending) + lines[0]
+            self._pending.clear()
+        for line in lines:
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        if rest:
+            self._pending.append(rest)
         return events
 
     def _line(self, line: str) -> SSEEvent | None:

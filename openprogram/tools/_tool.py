@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import types
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -129,8 +130,13 @@ _SHAPES: weakref.WeakKeyDictionary[Any, _CallShape] = weakref.WeakKeyDictionary(
 
 
 def _call_shape(fn: Callable[..., Any]) -> _CallShape:
+    # A plain function with nothing set on it (no __wrapped__, __signature__ or marker) has
+    # the shape of its code: closures made again and again (a tool per run) share it.
+    key: Any = fn
+    if type(fn) is types.FunctionType and not fn.__dict__:
+        key = fn.__code__
     try:
-        return _SHAPES[fn]
+        return _SHAPES[key]
     except (KeyError, TypeError):
         pass
     try:
@@ -150,7 +156,7 @@ def _call_shape(fn: Callable[..., Any]) -> _CallShape:
     )
     # not weak-referenceable (e.g. a bound builtin): recomputed next time
     with contextlib.suppress(TypeError):
-        _SHAPES[fn] = shape
+        _SHAPES[key] = shape
     return shape
 
 

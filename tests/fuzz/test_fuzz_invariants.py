@@ -82,6 +82,13 @@ def _non_json(t: Trace) -> None:
     t[-1]["reason"] = {"not", "json"}
 
 
+def _set_last(key: Any, value: Any) -> Callable[[Trace], None]:
+    def mutate(t: Trace) -> None:
+        t[-1][key] = value
+
+    return mutate
+
+
 MUTATIONS = [
     ("basics/several_picks_in_order.yaml", _duplicate_agent_end, "after the outer run's agent_end"),
     ("basics/several_picks_in_order.yaml", _drop(type="agent_end"), "no agent_end"),
@@ -101,6 +108,9 @@ MUTATIONS = [
     ("basics/several_picks_in_order.yaml", _left_unrun, "went on after leaving calls unrun"),
     ("nested/nested_inherits_tools.yaml", _drop(type="agent_start", depth=1), "depth 1 while"),
     ("basics/one_pick.yaml", _non_json, "not JSON-serializable"),
+    ("basics/one_pick.yaml", _set_last("reason", ("a", "tuple")), "JSON round trip"),
+    ("basics/one_pick.yaml", _set_last(1, "an int key"), "JSON round trip"),
+    ("basics/one_pick.yaml", _set_last("usage", float("nan")), "JSON round trip"),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 import pytest
@@ -131,6 +132,57 @@ def test_injected_parameters_are_hidden_and_supplied(registry: ToolRegistry) -> 
         "tool_execution_start:work@0.1",
         "tool_execution_update:work@0.1",
         "tool_execution_end:work:ok@0.1",
+    ]
+
+
+def test_closures_of_one_def_and_wrapped_functions_each_get_their_own_injection(
+    registry: ToolRegistry,
+) -> None:
+    """``{"spec", "execute"}`` tools made again and again from one ``def`` share what is
+    injected; two ``functools.wraps`` wrappers of one decorator follow the functions they
+    wrap."""
+    seen: list[tuple[str, Any]] = []
+
+    def logged(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            seen.append((fn.__name__, kwargs.get("tool_call_id")))
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    def with_id(n: int, tool_call_id: str) -> str:
+        """Takes the call's id."""
+        return tool_call_id
+
+    def without_id(n: int) -> str:
+        """Takes no id."""
+        return "plain"
+
+    def made(k: int) -> Any:
+        def echo(n: int, tool_call_id: str) -> str:
+            """Echo."""
+            seen.append((f"echo{k}", tool_call_id))
+            return str(n)
+
+        echo.__name__ = f"echo{k}"
+        return echo
+
+    for fn in (logged(with_id), logged(without_id), made(1), made(2)):
+        parameters = {"type": "object", "properties": {"n": {"type": "integer"}}}
+        spec = {"name": fn.__name__, "description": "A tool.", "parameters": parameters}
+        registry.register({"spec": spec, "execute": fn})
+    calls = [
+        {"name": name, "arguments": {"n": 1}, "id": f"c-{name}"}
+        for name in ("with_id", "without_id", "echo1", "echo2")
+    ]
+    runtime, _, _ = run_with([{"tool_calls": calls}, "end"], registry)
+    assert runtime.exec("go") == "end"
+    assert seen == [
+        ("with_id", "c-with_id"),
+        ("without_id", None),
+        ("echo1", "c-echo1"),
+        ("echo2", "c-echo2"),
     ]
 
 
