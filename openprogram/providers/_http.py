@@ -365,14 +365,19 @@ class HTTPProvider(ABC):
             yield client
 
     def _headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "application/json"}
-        if self.streaming:
-            headers["accept"] = "text/event-stream"
-        headers.update(self.api_headers())
+        """The headers of every request; a later source replaces an earlier one's header of
+        the same name in any case (``headers={"Authorization": ...}`` replaces the adapter's
+        ``authorization``: one header, not two)."""
+        accept = "text/event-stream" if self.streaming else "application/json"
+        sources = [{"content-type": "application/json", "accept": accept}, self.api_headers()]
         if self._api_key is not None:
-            headers.update(self.auth_headers(self._api_key))
-        headers.update(self.headers)
-        return headers
+            sources.append(self.auth_headers(self._api_key))
+        sources.append(self.headers)
+        merged: dict[str, tuple[str, str]] = {}
+        for source in sources:
+            for name, value in source.items():
+                merged[name.lower()] = (name, value)
+        return dict(merged.values())
 
     def _build(self, client: httpx2.AsyncClient, body: dict[str, Any]) -> httpx2.Request:
         """The POST for ``body``, as ``client.build_request`` builds it (the client's

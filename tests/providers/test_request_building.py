@@ -150,3 +150,30 @@ def test_a_relative_endpoint_is_joined_to_the_clients_base_url(kit: Any) -> None
 
     asyncio.run(go())
     assert str(sent[0].url) == "http://127.0.0.1:9/proxy/anthropic/messages"
+
+
+def test_a_users_header_replaces_the_adapters_whatever_its_case(kit: Any, each_api: str) -> None:
+    auth = {
+        "openai-chat": "Authorization",
+        "openai-responses": "Authorization",
+        "anthropic": "X-Api-Key",
+        "gemini": "X-Goog-Api-Key",
+        "bedrock": "Authorization",
+    }[each_api]
+    sent: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return _reply(kit, each_api)
+
+    async def go() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
+            headers = {auth: "from-the-user", "Content-Type": "application/json; charset=utf-8"}
+            provider = kit.provider(each_api, client, headers=headers)
+            async for _ in provider.stream(kit.simple_context(), StreamOptions()):
+                pass
+
+    asyncio.run(go())
+    raw = [(k.decode().lower(), v.decode()) for k, v in sent[0].headers.raw]
+    assert [v for k, v in raw if k == auth.lower()] == ["from-the-user"]
+    assert [v for k, v in raw if k == "content-type"] == ["application/json; charset=utf-8"]
