@@ -403,7 +403,11 @@ def openprogram_serve(request: pytest.FixtureRequest) -> Generator[Callable[...,
     ``server.requests``, ``server.assert_consumed()``, ``server.check()``); every server the
     test started stops at teardown."""
     from openprogram_sim.scenario import load_scenario
-    from openprogram_sim.wire import WireServer
+
+    if TYPE_CHECKING:  # the package loads the server lazily, which mypy cannot follow
+        from openprogram_sim.wire._server import WireServer
+    else:
+        from openprogram_sim.wire import WireServer
 
     base = request.config.invocation_params.dir
     started: list[Any] = []

@@ -333,7 +333,7 @@ class Cassette:
             if value != headers[name]:
                 headers[name] = value
         self._scrub_body_of(request)
-        request._op_scrubbed = True  # type: ignore[attr-defined]
+        request._op_scrubbed = True
         return request
 
     def _scrub_body_of(self, request: VcrRequest) -> VcrRequest:
@@ -344,7 +344,7 @@ class Cassette:
         if raw and self.scrubber.holds_secret(raw.decode("utf-8", "surrogateescape")):
             request.body = self._scrub_body(raw)
             request._op_body = None  # it may have been parsed before: parse it again
-        request._op_body_scrubbed = True  # type: ignore[attr-defined]
+        request._op_body_scrubbed = True
         return request
 
     def _compared(self, request: VcrRequest) -> Any:
@@ -354,7 +354,7 @@ class Cassette:
         if body is None:
             parsed = body_of(request.body if isinstance(request.body, bytes) else None)
             body = self.ignore.prune(parsed) if isinstance(parsed, (dict, list)) else parsed
-            request._op_body = body  # type: ignore[attr-defined]
+            request._op_body = body
         return body
 
     def _scrub_body(self, raw: bytes) -> bytes:

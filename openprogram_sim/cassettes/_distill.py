@@ -177,8 +177,9 @@ def distill(cassette: str | Path, *, scenario: str | Path | None = None) -> dict
     from, whose own keys are kept (see the module docstring)."""
     path = Path(cassette)
     interactions, metadata = _interactions(path)
-    calls = [(req, resp, _route(req)) for req, resp in interactions]
-    calls = [(req, resp, routed) for req, resp, routed in calls if routed is not None]
+    calls = [
+        (req, resp, routed) for req, resp in interactions if (routed := _route(req)) is not None
+    ]
     if not calls:
         raise CassetteError(f"cassette {path}: no model call recorded in it (nothing to distill)")
     api = calls[0][2][0]

@@ -85,7 +85,9 @@ class KeyShape:
                 yield start, end
 
 
-def _alone(before: str, after: str = "") -> Callable[[str, int, int], bool]:
+def _alone(
+    before: frozenset[str], after: frozenset[str] = frozenset()
+) -> Callable[[str, int, int], bool]:
     """A check that the characters just before and after a match are not in the sets."""
 
     def check(text: str, start: int, end: int) -> bool:

@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Generator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from openprogram_sim.errors import ScenarioError
 
@@ -37,7 +37,11 @@ def banner(server: Any, title: str, turns: int) -> str:
 
 def command(args: argparse.Namespace) -> int:
     from openprogram_sim.scenario import load_scenario
-    from openprogram_sim.wire import WireServer
+
+    if TYPE_CHECKING:  # the package loads the server lazily, which mypy cannot follow
+        from openprogram_sim.wire._server import WireServer
+    else:
+        from openprogram_sim.wire import WireServer
 
     try:
         scenario = load_scenario(args.scenario, pythonpath=args.pythonpath)

@@ -234,7 +234,7 @@ class Injections:
             self._fire(("after_tool", self.tools))
         elif kind == "turn_end" and event.depth == 0:
             self._fire(("after_round", event.round))
-        elif kind == "message_start" and event.message.role == "assistant":
+        elif event.type == "message_start" and event.message.role == "assistant":
             self.replies += 1
             self.streaming = True
         elif kind == "message_update" and self.streaming:

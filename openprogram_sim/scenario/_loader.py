@@ -13,6 +13,7 @@ import json
 import os
 import stat
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,6 @@ from openprogram_sim.scenario._python import PythonRefError, import_ref, import_
 from openprogram_sim.scenario._schema import (
     CassetteFault,
     CassetteModel,
-    EventExpect,
     ExecArgs,
     Expect,
     FollowUp,
@@ -124,7 +124,10 @@ def _dict(value: Any) -> dict[Any, Any]:
 
 
 def _semantic_issues(
-    data: dict[str, Any], lines: LineMap, file: str, extra_names: set[str] | None = frozenset()
+    data: dict[str, Any],
+    lines: LineMap,
+    file: str,
+    extra_names: AbstractSet[str] | None = frozenset(),
 ) -> list[ScenarioIssue]:
     """Checks beyond types: names that must exist, events and their fields, matchers that
     must compile. They read the raw data (each part only where it has the right shape), so
@@ -189,7 +192,7 @@ def _unknown_event(name: str, path: tuple[Any, ...], lines: LineMap, file: str) 
 
 
 def _check_events(
-    events: list[EventExpect],
+    events: list[object],
     base: tuple[Any, ...],
     lines: LineMap,
     file: str,
@@ -306,7 +309,9 @@ def _resolve_python(
     the names the registry adds, or None when it could not be imported."""
     resolved: dict[str, Any] = {}
     names: set[str] | None = set()
-    refs = [(("tools", n, "python"), t.python) for n, t in scenario.tools.items() if t.python]
+    refs: list[tuple[tuple[str, ...], str]] = [
+        (("tools", n, "python"), t.python) for n, t in scenario.tools.items() if t.python
+    ]
     if scenario.registry:
         refs.append((("registry",), scenario.registry))
     if scenario.call:

@@ -229,7 +229,7 @@ _TAGS: dict[tuple[str, tuple[bool, bool]], str] = {}
 """Implicit tags already resolved, by (value, implicit): scenario files repeat scalars."""
 
 
-class _FastLoader(_Loader):  # type: ignore[misc, valid-type]
+class _FastLoader(_Loader):  # type: ignore[misc]
     """The libyaml loader with a memo in front of the (pure-Python) tag resolver."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
