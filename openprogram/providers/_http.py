@@ -45,8 +45,11 @@ from openprogram.types import (
     AnyMessage,
     AssistantMessage,
     ErrorDetails,
+    ImageContent,
+    TextContent,
     ToolCall,
     ToolResultMessage,
+    UserMessage,
 )
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "sendable_messages",
     "tool_call_text",
     "tool_result_text",
+    "user_content",
 ]
 
 T = TypeVar("T")
@@ -119,6 +123,21 @@ def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
                 continue
             message = replace(message, content=content)
         yield message
+
+
+def user_content(message: UserMessage, *, last: bool) -> list[TextContent | ImageContent]:
+    """A user message's blocks as the APIs that reject an empty text block take them
+    (Anthropic, Gemini, Bedrock): empty texts left out, so a message with nothing else is
+    not sent. The last message of a request may not be empty: left out, the request would
+    end on the model's own reply, which those APIs continue as a prefill; a ValueError
+    says so (the call then ends in an ``error`` stop, ``invalid_request``)."""
+    content = [b for b in message.content if not isinstance(b, TextContent) or b.text]
+    if not content and last:
+        raise ValueError(
+            "the last user message is empty, and this API rejects an empty text: "
+            "send some text (or an image)"
+        )
+    return content
 
 
 def tool_call_text(call: ToolCall) -> str:

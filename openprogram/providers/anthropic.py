@@ -22,6 +22,7 @@ from openprogram.providers._http import (
     sendable_messages,
     tool_call_text,
     tool_result_text,
+    user_content,
 )
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
@@ -115,7 +116,8 @@ def build_request(
 
 def _messages(history: list[AnyMessage], *, as_text: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for message in sendable_messages(history):
+    sendable = list(sendable_messages(history))
+    for index, message in enumerate(sendable):
         if isinstance(message, ToolResultMessage):
             blocks = _tool_result(message, as_text)
             # Every result of one reply must sit in the single user message that follows it.
@@ -129,7 +131,9 @@ def _messages(history: list[AnyMessage], *, as_text: bool) -> list[dict[str, Any
             if content:
                 out.append({"role": "assistant", "content": content})
         else:
-            out.append({"role": "user", "content": [_user_block(b) for b in message.content]})
+            said = user_content(message, last=index == len(sendable) - 1)
+            if said:
+                out.append({"role": "user", "content": [_user_block(b) for b in said]})
     for entry in out:
         entry.pop("_results", None)
     return out

@@ -37,6 +37,7 @@ from openprogram.providers._http import (
     sendable_messages,
     tool_call_text,
     tool_result_text,
+    user_content,
 )
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
@@ -141,13 +142,15 @@ def _tool_spec(name: str, description: str, parameters: dict[str, Any]) -> dict[
 
 def _messages(messages: list[AnyMessage], *, as_text: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for message in sendable_messages(messages):
+    sendable = list(sendable_messages(messages))
+    for index, message in enumerate(sendable):
         if isinstance(message, AssistantMessage):
             role, blocks = "assistant", _assistant_blocks(message, as_text)
         elif isinstance(message, ToolResultMessage):
             role, blocks = "user", [_tool_result_block(message, as_text)]
         else:
-            role, blocks = "user", [_user_block(b) for b in message.content]
+            content = user_content(message, last=index == len(sendable) - 1)
+            role, blocks = "user", [_user_block(b) for b in content]
         if not blocks:
             continue
         # Converse insists on alternating roles: tool results and a steering message that

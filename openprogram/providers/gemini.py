@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeAlias
 
 from openprogram.events import ProviderEvent
 from openprogram.providers._errors import details_for_codes
-from openprogram.providers._http import HTTPProvider, sendable_messages
+from openprogram.providers._http import HTTPProvider, sendable_messages, user_content
 from openprogram.providers._parsing import WireParser, parse_body, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
@@ -121,13 +121,15 @@ def _declaration(spec: ToolSpec) -> dict[str, Any]:
 
 def _contents(messages: list[AnyMessage]) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
-    for message in sendable_messages(messages):
+    sendable = list(sendable_messages(messages))
+    for index, message in enumerate(sendable):
         if isinstance(message, AssistantMessage):
             role, parts = "model", _model_parts(message)
         elif isinstance(message, ToolResultMessage):
             role, parts = "user", _tool_result_parts(message)
         else:
-            role, parts = "user", [_user_part(block) for block in message.content]
+            content = user_content(message, last=index == len(sendable) - 1)
+            role, parts = "user", [_user_part(block) for block in content]
         if not parts:
             continue  # Gemini rejects a turn without parts (e.g. an empty failed reply)
         # Tool results and a steering message that follows them form one user turn.
