@@ -46,15 +46,13 @@ from openprogram_sim.fuzz._campaign import (
     scenario_from_bytes,
 )
 from openprogram_sim.fuzz._contract import BREACH_KINDS, Breach
-from openprogram_sim.fuzz._invariants import (
-    DOCUMENTED_ERRORS,
-    check_trace,
-)
+from openprogram_sim.fuzz._invariants import DOCUMENTED_ERRORS
 from openprogram_sim.fuzz._regression import derive_expect, write_regression
 from openprogram_sim.fuzz._rules import UnpredictableScenario
 from openprogram_sim.fuzz._run import check_invariants, run_generated
 from openprogram_sim.fuzz._target import TargetError, ToolTarget
 from openprogram_sim.fuzz._tools_campaign import run_tool_campaign
+from openprogram_sim.fuzz._trace_invariants import check_trace
 
 __all__ = [
     "BREACH_KINDS",
