@@ -10,8 +10,9 @@ normal finish. Whatever happens, each run emits exactly one ``agent_end``, last.
 Every tool call of a finished reply gets exactly one result, in call order: a call left
 unrun because steering arrived is answered with :data:`SKIPPED_TEXT`, one left unrun
 because the run was aborted (or ended on an error) with :data:`ABORTED_TEXT`, both marked
-``skipped``. Tool-call ids are made unique (within the history) when a reply is finalized,
-so the history, the events and every provider agree on them.
+``skipped``. Tool-call ids are made unique (within the history) as a streamed call starts
+(when a listener wants ``message_update``) or when the reply is finalized, so the history,
+the events and every provider agree on them.
 
 The loop is stateless: it works on an :class:`AgentContext` and a :class:`LoopConfig`,
 emits events to a list of listeners (no event object is built when the list is empty) and
@@ -39,6 +40,7 @@ from openprogram.events import (
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    ProviderEvent,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -172,6 +174,7 @@ class _Run:
         "batch",
         "call_ids",
         "cancel",
+        "claimed",
         "config",
         "context",
         "depth",
@@ -223,6 +226,8 @@ class _Run:
         """The tool calls of the open turn; ``turn_results`` answers them in order."""
         self.call_ids: set[str] | None = None
         """Every tool-call id in the history (built when a reply first has calls)."""
+        self.claimed: list[ToolCall] = []
+        """Calls of the streaming reply whose ids were made unique as they started."""
         self.error: BaseException | None = None
 
     def emit(self, event: AgentEvent, listeners: list[Listener] | None = None) -> None:
@@ -528,17 +533,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
             elif final is not None:
                 continue  # nothing counts after the final event
             elif updates and partial is not None:
-                run.emit(
-                    MessageUpdate(
-                        message=partial,
-                        event=event,
-                        depth=run.depth,
-                        round=run.round,
-                        run_id=run.run_id,
-                        parent_run_id=run.parent_run_id,
-                    ),
-                    updates,
-                )
+                _emit_update(run, partial, event, updates)
     except Exception as exc:
         run.error = exc
         final = _failed("error", f"Provider raised {type(exc).__name__}: {exc}", partial)
@@ -548,6 +543,28 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
         else:
             final = _failed("error", "Provider stream ended without a final event", partial)
     return _finish_message(run, partial, final)
+
+
+def _emit_update(
+    run: _Run, partial: AssistantMessage, event: ProviderEvent, updates: list[Listener]
+) -> None:
+    if event.type == "toolcall_start":
+        # Made unique as it starts, so every message_update shows the id the call keeps.
+        block = partial.content[event.content_index]
+        if isinstance(block, ToolCall):
+            _claim_call_id(run, block)
+            run.claimed.append(block)
+    run.emit(
+        MessageUpdate(
+            message=partial,
+            event=event,
+            depth=run.depth,
+            round=run.round,
+            run_id=run.run_id,
+            parent_run_id=run.parent_run_id,
+        ),
+        updates,
+    )
 
 
 def _failed(stop: str, text: str, partial: AssistantMessage | None = None) -> AssistantMessage:
@@ -577,26 +594,31 @@ def _finish_message(
 def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
     """Give every tool call of ``message`` an id no other call in the history has: an
     empty id becomes ``call_<n>``, a repeated one ``<id>_<n>`` (the first free ``n``). Done
-    here, before ``message_end``, so the history, the events, the results and whatever a
-    provider sends later all quote the same ids."""
-    taken = run.call_ids
+    before ``message_end`` (for a streamed call with listeners of ``message_update``, when it
+    starts), so the history, the events, the results and whatever a provider sends later all
+    quote the same ids."""
+    claimed, run.claimed = run.claimed, []
     for block in message.content:
-        if not isinstance(block, ToolCall):
-            continue
-        if taken is None:
-            taken = run.call_ids = {
-                c.id
-                for m in run.context.messages
-                if isinstance(m, AssistantMessage)
-                for c in m.content
-                if isinstance(c, ToolCall)
-            }
-        if not block.id or block.id in taken:
-            stem, n = (block.id, 2) if block.id else ("call", 1)
-            while f"{stem}_{n}" in taken:
-                n += 1
-            block.id = f"{stem}_{n}"
-        taken.add(block.id)
+        if isinstance(block, ToolCall) and not any(block is c for c in claimed):
+            _claim_call_id(run, block)
+
+
+def _claim_call_id(run: _Run, block: ToolCall) -> None:
+    taken = run.call_ids
+    if taken is None:
+        taken = run.call_ids = {
+            c.id
+            for m in run.context.messages
+            if isinstance(m, AssistantMessage)
+            for c in m.content
+            if isinstance(c, ToolCall)
+        }
+    if not block.id or block.id in taken:
+        stem, n = (block.id, 2) if block.id else ("call", 1)
+        while f"{stem}_{n}" in taken:
+            n += 1
+        block.id = f"{stem}_{n}"
+    taken.add(block.id)
 
 
 async def _execute_tool_calls(

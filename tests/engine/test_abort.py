@@ -509,13 +509,22 @@ class IdModel:
 
 
 def test_empty_and_repeated_tool_call_ids_are_made_unique() -> None:
-    """The loop renames empty and repeated ids (within a reply and across the history) when
-    the reply is finalized, before ``message_end``: the history, the events and the results
-    all quote the same, unique ids."""
+    """The loop renames empty and repeated ids (within a reply and across the history) as a
+    streamed call starts (or when the reply is finalized), before ``message_end``: the
+    history, the events (``message_update`` included) and the results all quote the same,
+    unique ids."""
     model = IdModel([["", "a", "a", ""], ["a", "call_1", "b"]])
     agent = Agent(model, tools=[NOOP])
     seen: list[AgentEvent] = []
     agent.subscribe(seen.append)
+    streamed: dict[str, list[str]] = {"toolcall_start": [], "toolcall_end": []}
+
+    def as_streamed(event: AgentEvent) -> None:  # the ids a listener sees at the time
+        if event.type == "message_update" and event.event.type in streamed:
+            block = event.message.content[event.event.content_index]
+            streamed[event.event.type].append(block.id)
+
+    agent.subscribe(as_streamed)
     asyncio.run(agent.prompt("go"))
     calls = [
         c.id for m in agent.state.messages if isinstance(m, AssistantMessage) for c in m.tool_calls
@@ -531,6 +540,8 @@ def test_empty_and_repeated_tool_call_ids_are_made_unique() -> None:
     ]
     assert ended == calls
     assert [e.tool_call_id for e in seen if e.type == "tool_execution_start"] == calls
+    # message_update listeners see each call under the id it keeps, from its start on
+    assert streamed == {"toolcall_start": calls, "toolcall_end": calls}
     # the model is sent the renamed ids
     sent = [
         c.id for m in model.requests[1] if isinstance(m, AssistantMessage) for c in m.tool_calls
