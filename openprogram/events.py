@@ -34,6 +34,7 @@ __all__ = [
     "EndReason",
     "EventStream",
     "MessageEnd",
+    "MessageOrigin",
     "MessageStart",
     "MessageUpdate",
     "ProviderDone",
@@ -59,6 +60,11 @@ __all__ = [
 EndReason: TypeAlias = Literal["stop", "error", "aborted", "cap"]
 """Why a run ended: ``stop`` (text-only reply, nothing queued), ``error`` (an error stop or
 something raised), ``aborted`` (cancelled) or ``cap`` (the round cap was reached)."""
+
+MessageOrigin: TypeAlias = Literal["prompt", "steering", "follow_up"]
+"""How a user message entered a run: its prompt, a steering message (delivered after the
+current tool call or round), or a follow-up (delivered when the model would finish; an
+``exec(choices=)`` re-ask enters this way too)."""
 
 
 # --------------------------------------------------------------------------- provider
@@ -254,6 +260,8 @@ class MessageStart:
     round: int = 0
     run_id: str = ""
     parent_run_id: str | None = None
+    origin: MessageOrigin | None = None
+    """For a user message, how it entered the run; ``None`` for the other roles."""
     type: Literal["message_start"] = "message_start"
 
 
@@ -279,6 +287,8 @@ class MessageEnd:
     round: int = 0
     run_id: str = ""
     parent_run_id: str | None = None
+    origin: MessageOrigin | None = None
+    """For a user message, how it entered the run; ``None`` for the other roles."""
     type: Literal["message_end"] = "message_end"
 
 

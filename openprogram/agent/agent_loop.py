@@ -38,6 +38,7 @@ from openprogram.events import (
     EndReason,
     EventStream,
     MessageEnd,
+    MessageOrigin,
     MessageStart,
     MessageUpdate,
     ProviderEvent,
@@ -237,13 +238,13 @@ class _Run:
             except Exception:  # a listener never breaks the run
                 log.exception("openprogram: listener %r raised on %s", listener, event.type)
 
-    def emit_message(self, message: AnyMessage) -> None:
+    def emit_message(self, message: AnyMessage, origin: MessageOrigin | None = None) -> None:
         """message_start + message_end for a message that arrives whole."""
         if self.listeners:
-            self.emit_start(message)
-            self.emit_end(message)
+            self.emit_start(message, origin)
+            self.emit_end(message, origin)
 
-    def emit_start(self, message: AnyMessage) -> None:
+    def emit_start(self, message: AnyMessage, origin: MessageOrigin | None = None) -> None:
         self.emit(
             MessageStart(
                 message=message,
@@ -251,10 +252,11 @@ class _Run:
                 round=self.round,
                 run_id=self.run_id,
                 parent_run_id=self.parent_run_id,
+                origin=origin,
             )
         )
 
-    def emit_end(self, message: AnyMessage) -> None:
+    def emit_end(self, message: AnyMessage, origin: MessageOrigin | None = None) -> None:
         self.emit(
             MessageEnd(
                 message=message,
@@ -262,6 +264,7 @@ class _Run:
                 round=self.round,
                 run_id=self.run_id,
                 parent_run_id=self.parent_run_id,
+                origin=origin,
             )
         )
 
@@ -453,8 +456,9 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
     for message in prompts:
         context.messages.append(message)
         run.new_messages.append(message)
-        run.emit_message(message)
+        run.emit_message(message, "prompt" if isinstance(message, UserMessage) else None)
     pending: list[UserMessage] = await _poll(config.get_steering_messages)
+    origin: MessageOrigin = "steering"
     first = True
     while True:
         specs = _provider_specs(run)
@@ -469,8 +473,8 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             for message in pending:
                 context.messages.append(message)
                 run.new_messages.append(message)
-                run.emit_message(message)
-            pending = []
+                run.emit_message(message, origin)
+            pending, origin = [], "steering"
             message = await _stream_assistant_response(run, specs)
             if message.stop_reason in ("error", "aborted"):
                 run.end_turn(message, [])
@@ -487,7 +491,7 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             # Steering queued while the turn closed (e.g. by a turn_end listener) joins what
             # arrived during the batch, so the next model call sees all of it.
             pending = steering + await _poll(config.get_steering_messages)
-        pending = await _poll(config.get_follow_up_messages)
+        pending, origin = await _poll(config.get_follow_up_messages), "follow_up"
         if not pending:
             return _end(run, "stop")
         if run.round >= cap:

@@ -310,8 +310,8 @@ def _entered(f: _Facts) -> Evidence:
         for k, round_ in enumerate(run.rounds[1:], start=1):
             before = run.rounds[k - 1]
             for at in round_.inputs:
-                text = f.text(at)
-                targets = _input_kinds(f, before, text, steering, follow_ups, choices)
+                entered = _entered_as(f.trace[at], steering, follow_ups)
+                targets = _input_kinds(f, before, entered, choices)
                 for target in targets:
                     witnesses = _event(at, "text") + _request(round_.request, *_HISTORY)
                     witnesses += _expect("raises" if target == "choices_reask" else "model_calls")
@@ -325,23 +325,36 @@ def _entered(f: _Facts) -> Evidence:
     return out
 
 
+def _entered_as(
+    entry: Mapping[str, Any], steering: set[str], follow_ups: set[str]
+) -> tuple[bool, bool, bool]:
+    """Whether a user message entered as steering, as one of the scenario's follow-ups, or
+    as a follow-up the scenario did not write (an ``exec(choices=)`` re-ask). By the trace's
+    ``origin``; a trace without one is read by the texts the scenario gave."""
+    text, origin = entry.get("text"), entry.get("origin")
+    if origin is None:
+        return text in steering, text in follow_ups, text not in steering | follow_ups
+    follow_up = origin == "follow_up"
+    return (
+        origin == "steering",
+        follow_up and text in follow_ups,
+        follow_up and text not in follow_ups,
+    )
+
+
 def _input_kinds(
-    f: _Facts,
-    before: Round,
-    text: Any,
-    steering: set[str],
-    follow_ups: set[str],
-    choices: bool,
+    f: _Facts, before: Round, entered: tuple[bool, bool, bool], choices: bool
 ) -> list[str]:
+    as_steering, as_follow_up, unwritten = entered
     kinds = []
-    if text in steering:
+    if as_steering:
         if _is_text_reply(f.reply(before)) and not before.calls:
             kinds.append("steering_after_text")
         elif before.calls and not any(c.skipped for c in before.calls):
             kinds.append("steering_after_round")
-    if text in follow_ups:
+    if as_follow_up:
         kinds.append("follow_up_pass")
-    if not kinds and text not in steering and choices:
+    if unwritten and choices:
         kinds.append("choices_reask")
     return kinds
 

@@ -54,6 +54,13 @@ class RoundNode(TypedDict):
     items: list[Item]
 
 
+_ORIGIN_LABELS: dict[str, Literal["prompt", "steering", "follow-up"]] = {
+    "prompt": "prompt",
+    "steering": "steering",
+    "follow_up": "follow-up",
+}
+
+
 class UserItem(TypedDict):
     kind: Literal["user"]
     at: list[int]
@@ -191,9 +198,15 @@ class _Builder:
         first = len(exec_.node["rounds"]) == 1 and not any(
             item["kind"] == "user" for item in round_["items"]
         )
-        label = "prompt" if first else self._entered_as(text)
+        label: Literal["prompt", "steering", "follow-up", "user"]
+        origin = _ORIGIN_LABELS.get(str(entry.get("origin")))
+        if origin is not None:
+            label = origin
+        else:  # a trace recorded without origins: told apart by their texts
+            label = "prompt" if first else self._entered_as(text)
+        entered = label != "prompt"
         round_["items"].append(
-            {"kind": "user", "at": [number], "label": label, "text": text, "entered": not first}
+            {"kind": "user", "at": [number], "label": label, "text": text, "entered": entered}
         )
 
     def _entered_as(self, text: str | None) -> Literal["steering", "follow-up", "user"]:

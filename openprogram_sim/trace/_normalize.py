@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, get_args
 
-from openprogram.events import AgentEvent
+from openprogram.events import AgentEvent, MessageOrigin
 from openprogram.types import AnyMessage, AssistantMessage, ErrorReason, ToolResultMessage
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 _BASE = ("type", "depth", "round")
-_MESSAGE = (*_BASE, "role", "text", "tool_calls", "stop_reason", "error", "error_reason",
+_MESSAGE = (*_BASE, "role", "origin", "text", "tool_calls", "stop_reason", "error", "error_reason",
             "error_status", "retryable", "retry_after", "tool_call_id", "tool_name", "is_error",
             "skipped")  # fmt: skip
 _TOOL = (*_BASE, "tool_call_id", "tool_name", "args")
@@ -52,6 +52,7 @@ FIELD_TYPES: dict[str, Any] = {
     "depth": "integer",
     "round": "integer",
     "role": ["user", "assistant", "toolResult"],
+    "origin": list(get_args(MessageOrigin)),
     "text": "string",
     "tool_calls": "array",
     "stop_reason": _STOPS,
@@ -141,6 +142,9 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
     out: dict[str, Any] = {"type": event.type, "depth": event.depth, "round": event.round}
     if event.type in ("message_start", "message_end", "message_update"):
         out.update(_message_fields(event.message))
+        origin = getattr(event, "origin", None)
+        if origin is not None:
+            out["origin"] = origin
     elif event.type == "tool_execution_start":
         out.update(tool_call_id=event.tool_call_id, tool_name=event.tool_name, args=event.args)
     elif event.type == "tool_execution_update":

@@ -203,6 +203,25 @@ expect: {result: "no"}
     assert "choices_pick" in run.asserted and "choices_reask" not in run.asserted
 
 
+def test_the_same_text_as_steering_and_follow_up_is_told_apart_by_its_origin() -> None:
+    """One text for both entries, and the cap ends the run before the follow-up is
+    delivered: only the trace's origin says the message that entered was the steering."""
+    same = """
+scenario: the same words steer and would follow up
+exec: {content: "Summarise.", tools: [], max_iterations: 2}
+model:
+  - text: "Summary."
+  - text: "Shorter."
+steering:
+  - {after_round: 1, text: "Again."}
+follow_ups:
+  - text: "Again."
+"""
+    run = classified(same)
+    assert "steering_after_text" in run.exercised
+    assert "follow_up_pass" not in run.exercised  # the follow-up never entered
+
+
 NESTED = (
     SEARCH
     + """

@@ -57,7 +57,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "openprogram.events": [
         "AgentEnd", "AgentEvent", "AgentStart", "EndReason", "EventStream", "MessageEnd",
-        "MessageStart", "MessageUpdate", "ProviderDone", "ProviderError", "ProviderEvent",
+        "MessageOrigin", "MessageStart", "MessageUpdate", "ProviderDone", "ProviderError", "ProviderEvent",
         "ProviderStart", "TextDelta", "TextEnd", "TextStart", "ThinkingDelta", "ThinkingEnd",
         "ThinkingStart", "ToolCallDelta", "ToolCallEnd", "ToolCallStart", "ToolExecutionEnd",
         "ToolExecutionStart", "ToolExecutionUpdate", "TurnEnd", "TurnStart",

@@ -266,3 +266,33 @@ def test_steering_queued_as_a_turn_closes_joins_the_batch_steering() -> None:
     runtime.exec("go", tools=[SEARCH])
     assert [m.text for m in model.requests[1].messages[-2:]] == ["first", "second"]
     assert SEARCH_LOG == ["a", "c", "d"]
+
+
+def test_each_user_message_says_how_it_entered() -> None:
+    """The same words as prompt, steering and follow-up: ``origin`` on the message events
+    (and in the trace) tells them apart; other roles carry none."""
+    runtime, _, rec = make_runtime(
+        [{"tool_calls": [{"search": {"q": "a"}}]}, {"text": "One."}, {"text": "Two."}]
+    )
+    steer_after_tool(runtime, 1, "Again.")
+    runtime.follow_up("Again.")
+    origins: list[tuple[str, str, Any]] = []
+
+    def listener(event: Any) -> None:
+        if event.type in ("message_start", "message_end"):
+            origins.append((event.type, event.message.role, event.origin))
+
+    runtime.subscribe(listener)
+    assert runtime.exec("Again.", tools=[SEARCH]) == "Two."
+    users = [(t, o) for t, role, o in origins if role == "user"]
+    assert users == [
+        ("message_start", "prompt"),
+        ("message_end", "prompt"),
+        ("message_start", "steering"),
+        ("message_end", "steering"),
+        ("message_start", "follow_up"),
+        ("message_end", "follow_up"),
+    ]
+    assert {o for _, role, o in origins if role != "user"} == {None}
+    traced = [(e["text"], e["origin"]) for e in rec.trace if e.get("role") == "user"]
+    assert traced == [("Again.", o) for _, o in users]

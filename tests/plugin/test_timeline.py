@@ -364,6 +364,23 @@ def test_a_later_user_message_is_labelled_by_the_texts_the_run_was_given() -> No
     )
 
 
+def test_a_user_message_is_labelled_by_its_origin_when_the_trace_has_one() -> None:
+    """The same text as prompt, steering and follow-up: the origin tells them apart."""
+    trace = [
+        entry("message_end", role="user", text="again", origin="prompt"),
+        entry("message_end", role="user", text="again", origin="steering"),
+        entry("message_end", round_=2, role="user", text="again", origin="follow_up"),
+    ]
+    run = {"trace": trace, "steering": ["again"], "follow_ups": ["again"]}
+    assert build_timeline(run) == exec_(
+        0,
+        None,
+        (None, None),
+        round_of(1, (), prompt("again", at=0), entered("steering", "again", at=1)),
+        round_of(2, (), entered("follow-up", "again", at=2)),
+    )
+
+
 def test_the_numbers_are_the_positions_in_the_trace_as_recorded() -> None:
     recorded = [
         entry("agent_start", round_=0),
