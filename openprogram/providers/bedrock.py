@@ -17,21 +17,19 @@ Wire facts this module relies on (see ``docs/providers.md``):
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-from typing import Any, Literal, TypeAlias
+from typing import Any
 from urllib.parse import quote
 
 import httpx2
 
-from openprogram.errors import ConfigurationError
-from openprogram.events import ProviderEvent
-from openprogram.providers._errors import details_for_codes
-from openprogram.providers._eventstream import (
-    EventStreamDecoder,
-    EventStreamError,
-    EventStreamMessage,
+from openprogram.providers._aws import (
+    TOKEN_ENV_VAR,
+    load_credentials,
+    resolve_region,
+    sigv4_headers,
 )
+from openprogram.providers._bedrock_parser import EVENT_STREAM, BedrockParser
+from openprogram.providers._bedrock_parser import LABEL as _LABEL
 from openprogram.providers._http import (
     HTTPProvider,
     sendable_messages,
@@ -39,37 +37,22 @@ from openprogram.providers._http import (
     tool_result_text,
     user_content,
 )
-from openprogram.providers._parsing import WireParser, parse_body, to_int
+from openprogram.providers._parsing import WireParser, parse_body
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
-    ErrorDetails,
     ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
-    Usage,
 )
 
 __all__ = ["API", "BedrockProvider", "build_request", "parse_response", "tool_choice_fields"]
 
 API = "bedrock"
-_LABEL = "Bedrock"
-TOKEN_ENV_VAR = "AWS_BEARER_TOKEN_BEDROCK"
-REGION_ENV_VARS = ("AWS_REGION", "AWS_DEFAULT_REGION")
-EVENT_STREAM = "application/vnd.amazon.eventstream"
-
-_Kind: TypeAlias = Literal["text", "thinking", "toolcall"]
-_STOP: dict[str, Literal["stop", "length", "toolUse"]] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "toolUse",
-}
 
 
 # --------------------------------------------------------------------------- request
@@ -216,219 +199,6 @@ def _tool_result_block(message: ToolResultMessage, as_text: bool) -> dict[str, A
 # --------------------------------------------------------------------------- response
 
 
-class _BedrockParser(WireParser):
-    """ConverseStream events (or a whole Converse JSON body) to provider events."""
-
-    terminal = "messageStop"
-    label = _LABEL
-
-    def __init__(self, builder: MessageBuilder, content_type: str) -> None:
-        super().__init__(builder, content_type)
-        is_stream = content_type.split(";", 1)[0].strip().lower() == EVENT_STREAM
-        self._frames = EventStreamDecoder() if is_stream else None
-        self._kinds: dict[int, _Kind] = {}
-        self._stop_reason: str | None = None
-        self._usage = Usage()
-
-    def feed(self, chunk: bytes) -> list[ProviderEvent]:
-        if self._frames is None:
-            return super().feed(chunk)
-        for frame in self._decode(chunk):
-            self._guarded(self._on_frame, frame)
-            if self.finished:
-                break  # an exception frame ends the reply
-        return self._take()
-
-    def _decode(self, chunk: bytes) -> list[EventStreamMessage]:
-        if self.finished or self._frames is None:
-            return []
-        try:
-            return self._frames.feed(chunk)
-        except EventStreamError as exc:
-            self.fail(f"Bedrock event stream is corrupt: {exc}", self._usage)
-            return []
-
-    def finish(self) -> list[ProviderEvent]:
-        if self._frames is None:
-            return super().finish()
-        if not self.finished:
-            try:
-                self._frames.close()
-            except EventStreamError as exc:  # cut inside a message: a dropped connection
-                self.fail(
-                    f"Bedrock event stream is corrupt: {exc}",
-                    self._usage,
-                    details=ErrorDetails(reason="stream", retryable=True),
-                )
-        if not self.finished:
-            self._conclude()
-        if not self.finished:
-            self.fail(
-                f"Bedrock stream ended before {self.terminal}",
-                self._usage,
-                details=ErrorDetails(reason="stream", retryable=True),
-            )
-        return self._take()
-
-    def on_json(self, body: Any) -> None:
-        output = body.get("output") if isinstance(body, dict) else None
-        if not (isinstance(output, dict) and isinstance(output.get("message"), dict)):
-            self.fail_no_reply(body, "'output'")
-            return
-        if "stopReason" not in body:
-            self.fail_no_reply(body, "'stopReason'")
-            return
-        # Replay the whole Converse body as the stream events it stands for.
-        blocks = output["message"].get("content") or []
-        for index, block in enumerate(blocks):
-            for event_type, payload in _block_events(index, block):
-                self.on_event(event_type, payload)
-        if "stopReason" in body:
-            self.on_event("messageStop", {"stopReason": body["stopReason"]})
-        self.on_event("metadata", {"usage": body.get("usage") or {}})
-        self._conclude()
-
-    def _on_frame(self, frame: EventStreamMessage) -> None:
-        if frame.message_type == "event":
-            payload = json.loads(frame.payload) if frame.payload else {}
-            self.on_event(str(frame.headers.get(":event-type", "")), payload)
-        else:
-            headers = frame.headers
-            name = headers.get(":exception-type") or headers.get(":error-code")
-            self.fail(_exception_text(frame), self._usage, details=details_for_codes(name))
-
-    def on_event(self, event_type: str, payload: dict[str, Any]) -> None:
-        """Handle one ConverseStream event (the ``"p"`` padding field is never read)."""
-        index = to_int(payload.get("contentBlockIndex"))
-        if event_type == "contentBlockStart":
-            tool = (payload.get("start") or {}).get("toolUse")
-            if tool:
-                self._open(index, "toolcall", tool)
-        elif event_type == "contentBlockDelta":
-            self._delta(index, payload.get("delta") or {})
-        elif event_type == "contentBlockStop":
-            self._close(index)
-        elif event_type == "messageStop":
-            self._stop_reason = str(payload.get("stopReason"))
-        elif event_type == "metadata":
-            self._usage = _usage(payload.get("usage") or {})
-
-    def _open(self, index: int, kind: _Kind, tool: dict[str, Any] | None = None) -> None:
-        if index in self._kinds:
-            return
-        self._kinds[index] = kind
-        builder = self.builder
-        if kind == "toolcall":
-            tool = tool or {}
-            self.emit(
-                builder.toolcall_start(tool.get("toolUseId", ""), tool.get("name", ""), index)
-            )
-        elif kind == "thinking":
-            self.emit(builder.thinking_start(index))
-        else:
-            self.emit(builder.text_start(index))
-
-    def _delta(self, index: int, delta: dict[str, Any]) -> None:
-        builder = self.builder
-        if delta.get("text"):  # gpt-oss streams an empty text block: never open one
-            self._open(index, "text")
-            self.emit(builder.text_delta(delta["text"], index))
-        elif "toolUse" in delta:
-            self._open(index, "toolcall")
-            self.emit(builder.toolcall_delta(str(delta["toolUse"].get("input") or ""), index))
-        elif "reasoningContent" in delta:
-            self._reasoning(index, delta["reasoningContent"])
-
-    def _reasoning(self, index: int, reasoning: dict[str, Any]) -> None:
-        builder = self.builder
-        if "redactedContent" in reasoning:
-            self._open(index, "thinking")
-            block = builder.message.content[-1]
-            if isinstance(block, ThinkingContent):
-                # Redacted reasoning has no text; its opaque data rides in `signature` so
-                # the block can be sent back unchanged.
-                block.redacted = True
-                block.signature = (block.signature or "") + str(reasoning["redactedContent"])
-            return
-        if reasoning.get("text"):
-            self._open(index, "thinking")
-            self.emit(builder.thinking_delta(reasoning["text"], index))
-        if reasoning.get("signature"):
-            self._open(index, "thinking")
-            builder.thinking_signature(reasoning["signature"], index)
-
-    def _close(self, index: int) -> None:
-        kind = self._kinds.get(index)
-        if kind is None or not self.builder.is_open(kind, index):
-            return
-        builder = self.builder
-        if kind == "toolcall":
-            self.emit(builder.toolcall_end(index))
-        elif kind == "thinking":
-            self.emit(builder.thinking_end(index))
-        else:
-            self.emit(builder.text_end(index))
-
-    def _conclude(self) -> None:
-        if self._stop_reason is None:
-            return
-        reason = _STOP.get(self._stop_reason)
-        if reason is None:
-            self.fail(
-                f"Bedrock stopped with stopReason {self._stop_reason}",
-                self._usage,
-                details=ErrorDetails(reason="other"),
-            )
-        else:
-            self.done(reason, self._usage)
-
-
-def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The stream events equivalent to one block of a whole Converse reply."""
-    at: dict[str, Any] = {"contentBlockIndex": index}
-    events: list[tuple[str, dict[str, Any]]] = []
-    if "toolUse" in block:
-        tool = block["toolUse"]
-        start = {"toolUse": {"toolUseId": tool.get("toolUseId"), "name": tool.get("name")}}
-        events.append(("contentBlockStart", {**at, "start": start}))
-        delta: dict[str, Any] = {"toolUse": {"input": json.dumps(tool.get("input") or {})}}
-    elif "reasoningContent" in block:
-        reasoning = block["reasoningContent"]
-        delta = {"reasoningContent": reasoning.get("reasoningText") or reasoning}
-    else:
-        delta = {"text": block.get("text") or ""}
-    events.append(("contentBlockDelta", {**at, "delta": delta}))
-    events.append(("contentBlockStop", at))
-    return events
-
-
-def _usage(usage: dict[str, Any]) -> Usage:
-    return Usage(
-        input=to_int(usage.get("inputTokens")),
-        output=to_int(usage.get("outputTokens")),
-        cache_read=to_int(usage.get("cacheReadInputTokens")),
-        cache_write=to_int(usage.get("cacheWriteInputTokens")),
-    )
-
-
-def _exception_text(frame: EventStreamMessage) -> str:
-    headers = frame.headers
-    name = headers.get(":exception-type") or headers.get(":error-code") or "error"
-    try:
-        payload = json.loads(frame.payload) if frame.payload else {}
-    except (ValueError, RecursionError):
-        payload = None
-    if not isinstance(payload, dict):
-        payload = {"message": frame.payload.decode("utf-8", "replace")}
-    message = payload.get("message") or payload.get("Message") or headers.get(":error-message")
-    text = f"Bedrock stream error ({name}): {message or 'no message'}"
-    if payload.get("originalStatusCode"):
-        # modelStreamErrorException: the model's own failure, with its status.
-        text += f" (model status {payload['originalStatusCode']}"
-        text += f": {payload.get('originalMessage') or ''})"
-    return text
-
-
 def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -> AssistantMessage:
     """The normalized assistant message for a whole recorded response body: a Converse JSON
     body, a whole ConverseStream event-stream body (bytes), or an error body.
@@ -438,7 +208,7 @@ def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -
     'Bedrock API error: HTTP 400: The provided model identifier is invalid.'
     """
     builder = MessageBuilder(api=API, model="")
-    parser = _BedrockParser(builder, content_type)
+    parser = BedrockParser(builder, content_type)
     return parse_body(parser, body, status=status)
 
 
@@ -484,7 +254,7 @@ class BedrockProvider(HTTPProvider):
         stream: bool = True,
         headers: dict[str, str] | None = None,
     ) -> None:
-        self.region = _resolve_region(region, required=base_url is None)
+        self.region = resolve_region(region, required=base_url is None)
         # Passing the resolved URL as "custom" makes the base class return None instead
         # of raising when there is no bearer token: SigV4 may still apply (checked below).
         super().__init__(
@@ -499,7 +269,7 @@ class BedrockProvider(HTTPProvider):
         )
         self._credentials: Any = None
         if self._api_key is None:
-            self._credentials = _load_credentials(required=base_url is None)
+            self._credentials = load_credentials(required=base_url is None)
 
     def endpoint(self) -> str:
         action = "converse-stream" if self.streaming else "converse"
@@ -518,7 +288,7 @@ class BedrockProvider(HTTPProvider):
         )
 
     def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
-        return _BedrockParser(builder, content_type)
+        return BedrockParser(builder, content_type)
 
     async def prepare(self, request: httpx2.Request) -> httpx2.Request:
         request.headers["accept"] = EVENT_STREAM if self.streaming else "application/json"
@@ -528,74 +298,5 @@ class BedrockProvider(HTTPProvider):
             # Known only now (and they may change on refresh): masked in error texts too.
             self._redact.add(frozen.secret_key)
             self._redact.add(frozen.token)
-            request.headers.update(_sigv4_headers(request, frozen, self.region))
+            request.headers.update(sigv4_headers(request, frozen, self.region))
         return request
-
-
-def _resolve_region(region: str | None, *, required: bool) -> str:
-    if region:
-        return region
-    for name in REGION_ENV_VARS:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    try:
-        import botocore.session
-    except ImportError:
-        found = None
-    else:
-        found = botocore.session.Session().get_config_variable("region")
-    if found:
-        return str(found)
-    if not required:
-        return "us-east-1"  # only used to sign requests to a custom base_url
-    raise ConfigurationError(
-        "Bedrock: no AWS region. Set the AWS_REGION (or AWS_DEFAULT_REGION) environment "
-        "variable, or pass region=..."
-    )
-
-
-def _load_credentials(*, required: bool) -> Any:
-    """botocore's credentials (None when unavailable and not ``required``)."""
-    hint = (
-        f"set {TOKEN_ENV_VAR} (a Bedrock API key), or AWS_ACCESS_KEY_ID and "
-        "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) for SigV4 signing"
-    )
-    try:
-        import botocore.exceptions
-        import botocore.session
-    except ImportError:
-        if not required:
-            return None
-        raise ConfigurationError(
-            f"Bedrock: no {TOKEN_ENV_VAR} is set and SigV4 signing needs botocore: "
-            "pip install openprogram[aws], or " + hint
-        ) from None
-    try:
-        credentials = botocore.session.Session().get_credentials()
-    except botocore.exceptions.BotoCoreError as exc:
-        raise ConfigurationError(
-            f"Bedrock: AWS credentials could not be loaded ({exc}); {hint}"
-        ) from exc
-    if credentials is None and required:
-        raise ConfigurationError(f"Bedrock: no AWS credentials found; {hint}")
-    return credentials
-
-
-def _sigv4_headers(request: httpx2.Request, credentials: Any, region: str) -> dict[str, str]:
-    """The SigV4 headers (Authorization, X-Amz-Date, X-Amz-Security-Token) for ``request``.
-
-    Only content-type and host are signed, so headers added later cannot break the
-    signature."""
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-
-    signed = AWSRequest(
-        method=request.method,
-        url=str(request.url),
-        data=request.content,
-        headers={"content-type": request.headers.get("content-type", "application/json")},
-    )
-    SigV4Auth(credentials, "bedrock", region).add_auth(signed)
-    names = ("Authorization", "X-Amz-Date", "X-Amz-Security-Token")
-    return {name: signed.headers[name] for name in names if name in signed.headers}
