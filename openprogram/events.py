@@ -50,6 +50,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallEnd",
     "ToolCallStart",
+    "ToolErrorKind",
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
@@ -60,6 +61,13 @@ __all__ = [
 EndReason: TypeAlias = Literal["stop", "error", "aborted", "cap"]
 """Why a run ended: ``stop`` (text-only reply, nothing queued), ``error`` (an error stop or
 something raised), ``aborted`` (cancelled) or ``cap`` (the round cap was reached)."""
+
+ToolErrorKind: TypeAlias = Literal[
+    "unknown_tool", "invalid_arguments", "raised", "returned", "cancelled", "skipped"
+]
+"""Why a tool call's result is an error: no such tool offered, arguments that fail its
+schema, the tool raised, the tool returned an error result itself, it was cancelled while
+running (an abort), or it never ran (``skipped``: steering, an abort or an error stop)."""
 
 MessageOrigin: TypeAlias = Literal["prompt", "steering", "follow_up"]
 """How a user message entered a run: its prompt, a steering message (delivered after the
@@ -334,6 +342,8 @@ class ToolExecutionEnd:
     skipped: bool = False
     """True when the call never ran (steering arrived mid-batch, or the run was aborted or
     failed before its turn); ``result`` says so."""
+    error_kind: ToolErrorKind | None = None
+    """Why the result is an error (``None`` when it is not)."""
     depth: int = 0
     round: int = 0
     run_id: str = ""

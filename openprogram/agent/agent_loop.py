@@ -42,6 +42,7 @@ from openprogram.events import (
     MessageStart,
     MessageUpdate,
     ProviderEvent,
+    ToolErrorKind,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
@@ -669,42 +670,45 @@ async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
     pending = run.context.pending_tool_calls
     pending.add(call.id)
     try:
-        outcome = await _invoke(run, call)
+        outcome, kind = await _invoke(run, call)
     except asyncio.CancelledError:
         pending.discard(call.id)
         # It was running when the run was cancelled: its result says so (it ran, so it is
         # no skip) and enters the history like any other.
         cancelled = _result_message(call, ToolResult.text(_CANCELLED_TEXT, is_error=True))
         if run.listeners:
-            run.emit(_tool_end(run, call, cancelled))
+            run.emit(_tool_end(run, call, cancelled, "cancelled"))
         _record_result(run, cancelled)
         raise
     finally:
         pending.discard(call.id)
     result = _result_message(call, outcome)
     if run.listeners:
-        run.emit(_tool_end(run, call, result))
+        run.emit(_tool_end(run, call, result, kind))
     return result
 
 
-async def _invoke(run: _Run, call: ToolCall) -> ToolResult:
-    """Look up, validate and execute one call; every failure becomes an error result."""
+async def _invoke(run: _Run, call: ToolCall) -> tuple[ToolResult, ToolErrorKind | None]:
+    """Look up, validate and execute one call; every failure becomes an error result, with
+    the kind of failure it was."""
     tool = run.tools_by_name.get(call.name)
     if tool is None:
         names = ", ".join(sorted(run.tools_by_name)) or "none"
-        return ToolResult.text(f"Tool {call.name} not found (available: {names})", is_error=True)
+        text = f"Tool {call.name} not found (available: {names})"
+        return ToolResult.text(text, is_error=True), "unknown_tool"
     try:
         args = tool.validator.validate(call.name, call.arguments)
     except ArgumentsError as exc:
-        return ToolResult.text(str(exc), is_error=True)
+        return ToolResult.text(str(exc), is_error=True), "invalid_arguments"
     on_update = _updater(run, call) if run.listeners else None
     try:
         value: Any = tool.run(call.id, args, run.cancel, on_update)
         if tool.is_async or hasattr(value, "__await__"):
             value = await value
     except Exception as exc:
-        return ToolResult.text(str(exc) or type(exc).__name__, is_error=True)
-    return normalize_result(value)
+        return ToolResult.text(str(exc) or type(exc).__name__, is_error=True), "raised"
+    result = normalize_result(value)
+    return result, "returned" if result.is_error else None
 
 
 def _updater(run: _Run, call: ToolCall) -> Callable[[Any], None]:
@@ -743,7 +747,9 @@ def _tool_start(run: _Run, call: ToolCall) -> ToolExecutionStart:
     )
 
 
-def _tool_end(run: _Run, call: ToolCall, result: ToolResultMessage) -> ToolExecutionEnd:
+def _tool_end(
+    run: _Run, call: ToolCall, result: ToolResultMessage, kind: ToolErrorKind | None
+) -> ToolExecutionEnd:
     return ToolExecutionEnd(
         tool_call_id=call.id,
         tool_name=call.name,
@@ -751,6 +757,7 @@ def _tool_end(run: _Run, call: ToolCall, result: ToolResultMessage) -> ToolExecu
         is_error=result.is_error,
         args=call.arguments,
         skipped=result.skipped,
+        error_kind=kind,
         depth=run.depth,
         round=run.round,
         run_id=run.run_id,
@@ -767,5 +774,5 @@ def _skip_tool_call(run: _Run, call: ToolCall, text: str = SKIPPED_TEXT) -> Tool
     )
     if run.listeners:
         run.emit(_tool_start(run, call))
-        run.emit(_tool_end(run, call, result))
+        run.emit(_tool_end(run, call, result, "skipped"))
     return result

@@ -141,9 +141,20 @@ def _several_calls(f: _Facts) -> list[Witness]:
 # --------------------------------------------------------------------------- tool errors
 
 
+_KINDS = {
+    "unknown_tool": "unknown_tool",
+    "invalid_arguments": "invalid_arguments",
+    "raised": "tool_raised",
+}
+
+
 def _error_kind(f: _Facts, round_: Round, call: Call) -> str | None:
     """Why a call that ran got an error result: unknown, invalid, raised (None: the tool
-    returned an error result itself, or it cannot be told)."""
+    returned an error result itself, or it cannot be told). The trace's ``error_kind``
+    says; a trace recorded without it is read against the scenario's tools."""
+    recorded = f.trace[call.end].get("error_kind") if call.end is not None else None
+    if recorded is not None:
+        return _KINDS.get(recorded)
     info = f.tools.get(call.name)
     offered = f.offered(round_)
     if offered is not None and call.name not in offered and not (info and info.defer):

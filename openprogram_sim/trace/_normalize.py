@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, get_args
 
-from openprogram.events import AgentEvent, MessageOrigin
+from openprogram.events import AgentEvent, MessageOrigin, ToolErrorKind
 from openprogram.types import AnyMessage, AssistantMessage, ErrorReason, ToolResultMessage
 
 __all__ = [
@@ -41,7 +41,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "message_end": _MESSAGE,
     "tool_execution_start": _TOOL,
     "tool_execution_update": (*_TOOL, "partial_result"),
-    "tool_execution_end": (*_TOOL, "result", "is_error", "skipped"),
+    "tool_execution_end": (*_TOOL, "result", "is_error", "skipped", "error_kind"),
 }
 """Which trace fields each event type has (what an expectation may name)."""
 
@@ -65,6 +65,7 @@ FIELD_TYPES: dict[str, Any] = {
     "tool_name": "string",
     "is_error": "boolean",
     "skipped": "boolean",
+    "error_kind": list(get_args(ToolErrorKind)),
     "result": "string",
     "tool_results": "integer",
     "reason": _REASONS,
@@ -72,8 +73,9 @@ FIELD_TYPES: dict[str, Any] = {
 """Each trace field's JSON type (or its allowed values); ``args`` and ``partial_result``
 may be anything."""
 
-_NULLABLE = frozenset({"error_status", "retry_after"})
-"""Fields that are ``null`` when the provider said nothing (an in-stream error's status)."""
+_NULLABLE = frozenset({"error_status", "retry_after", "error_kind"})
+"""Fields that may be ``null``: when the provider said nothing (an in-stream error's status),
+or when there is nothing to say (the ``error_kind`` of a result that is no error)."""
 
 _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -110,9 +112,11 @@ def field_schema(name: str) -> dict[str, Any]:
     kind = FIELD_TYPES.get(name)
     if kind is None:
         return {}
-    plain: dict[str, Any] = {"enum": kind} if isinstance(kind, list) else {"type": kind}
-    if name in _NULLABLE:
-        plain = {"type": [kind, "null"]}
+    nullable = name in _NULLABLE
+    if isinstance(kind, list):
+        plain: dict[str, Any] = {"enum": [*kind, None] if nullable else kind}
+    else:
+        plain = {"type": [kind, "null"] if nullable else kind}
     return {"anyOf": [plain, {"$ref": "#/$defs/Matcher"}]}
 
 
@@ -162,6 +166,7 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
             result=event.result.text,
             is_error=event.is_error,
             skipped=event.skipped,
+            error_kind=event.error_kind,
         )
     elif event.type == "turn_end":
         out["tool_calls"] = [c.name for c in event.message.tool_calls]

@@ -161,6 +161,28 @@ steering:
 )
 
 
+def test_a_python_tool_that_returns_an_error_result_did_not_raise() -> None:
+    """Read from the trace's error_kind: the same kind of tool (python) raising in one run
+    and answering with an error result of its own in the other."""
+    text = """
+scenario: a python tool fails
+tools:
+  {name}: {{python: "coverage_tools:{name}"}}
+exec: {{content: "Find a.", tools: [{name}]}}
+model:
+  - tool_calls: [{{{name}: {{q: a}}}}]
+  - text: "Nothing."
+expect:
+  events:
+    - tool_execution_end: {{tool_name: {name}, is_error: true, error_kind: {kind}}}
+"""
+    raised = classified(text.format(name="explode", kind="raised"))
+    assert "tool_raised" in raised.exercised and "tool_raised" in raised.asserted
+    refused = classified(text.format(name="refuse", kind="returned"))
+    assert "tool_raised" not in refused.exercised
+    assert "error_result_returned" in refused.exercised
+
+
 def test_not_events_never_assert_a_behaviour() -> None:
     absent = "expect:\n  not_events:\n    - tool_execution_end: {tool_name: nope}\n"
     run = classified("scenario: n\n" + STEERED + absent)

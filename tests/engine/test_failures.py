@@ -226,9 +226,9 @@ def test_abort_while_a_tool_awaits_cancels_it_and_balances_events() -> None:
     result = asyncio.run(main())
     assert result.reason == "aborted"
     ends = [e for e in rec.trace if e["type"] == "tool_execution_end"]
-    assert [(e["tool_name"], e["result"], e["is_error"]) for e in ends] == [
-        ("wait", "Cancelled", True),
-        ("noop", ABORTED_TEXT, True),
+    assert [(e["tool_name"], e["result"], e["is_error"], e["error_kind"]) for e in ends] == [
+        ("wait", "Cancelled", True, "cancelled"),
+        ("noop", ABORTED_TEXT, True, "skipped"),
     ]
     assert not agent.state.pending_tool_calls
     assert_balanced(rec.trace)

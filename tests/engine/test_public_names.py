@@ -57,10 +57,11 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "openprogram.events": [
         "AgentEnd", "AgentEvent", "AgentStart", "EndReason", "EventStream", "MessageEnd",
-        "MessageOrigin", "MessageStart", "MessageUpdate", "ProviderDone", "ProviderError", "ProviderEvent",
-        "ProviderStart", "TextDelta", "TextEnd", "TextStart", "ThinkingDelta", "ThinkingEnd",
-        "ThinkingStart", "ToolCallDelta", "ToolCallEnd", "ToolCallStart", "ToolExecutionEnd",
-        "ToolExecutionStart", "ToolExecutionUpdate", "TurnEnd", "TurnStart",
+        "MessageOrigin", "MessageStart", "MessageUpdate", "ProviderDone", "ProviderError",
+        "ProviderEvent", "ProviderStart", "TextDelta", "TextEnd", "TextStart", "ThinkingDelta",
+        "ThinkingEnd", "ThinkingStart", "ToolCallDelta", "ToolCallEnd", "ToolCallStart",
+        "ToolErrorKind", "ToolExecutionEnd", "ToolExecutionStart", "ToolExecutionUpdate",
+        "TurnEnd", "TurnStart",
     ],
     "openprogram.errors": [
         "AgentBusyError", "AgenticRecursionError", "ArgumentTypeError", "ConfigurationError",
