@@ -198,12 +198,10 @@ class _Builder:
         first = len(exec_.node["rounds"]) == 1 and not any(
             item["kind"] == "user" for item in round_["items"]
         )
-        label: Literal["prompt", "steering", "follow-up", "user"]
-        origin = _ORIGIN_LABELS.get(str(entry.get("origin")))
-        if origin is not None:
-            label = origin
-        else:  # a trace recorded without origins: told apart by their texts
-            label = "prompt" if first else self._entered_as(text)
+        # a trace recorded without origins: told apart by their texts
+        label: Literal["prompt", "steering", "follow-up", "user"] = _ORIGIN_LABELS.get(
+            str(entry.get("origin"))
+        ) or ("prompt" if first else self._entered_as(text))
         entered = label != "prompt"
         round_["items"].append(
             {"kind": "user", "at": [number], "label": label, "text": text, "entered": entered}
