@@ -137,12 +137,21 @@ def _check_time(outcome: RunOutcome, out: list[Failure]) -> None:
     after = len(outcome.trace) - cut
     if after:
         shown += f"\n  (then the abort: {after} more event(s), ending the run)"
+    title = f"the run did not finish within its timeout of {scenario.timeout:g} s (real time)"
+    if outcome.blocked is None:
+        title += "; it was aborted"
+        fix = "raise `timeout:`, or add an `abort:` point for a turn that hangs"
+    else:  # the runner's SIGALRM deadline had to interrupt it
+        title += f": {outcome.blocked} blocked the event loop and was interrupted"
+        fix = (
+            "tools run on the event loop's thread: a sync tool should return quickly, and an "
+            "async one should wait without blocking (`await asyncio.sleep(...)`, an async "
+            "client, `await asyncio.to_thread(...)` for blocking work)"
+        )
     out.append(
         Failure(
-            f"the run did not finish within its timeout of {scenario.timeout:g} s (real time); "
-            "it was aborted",
-            "raise `timeout:`, or add an `abort:` point for a turn that hangs\n"
-            f"trace when the time ran out ({cut} events):\n{shown or '  (empty)'}",
+            title,
+            f"{fix}\ntrace when the time ran out ({cut} events):\n{shown or '  (empty)'}",
             scenario.where("timeout"),
         )
     )

@@ -25,6 +25,12 @@ from openprogram.types import (
 from openprogram_sim.errors import MisuseError
 from openprogram_sim.models import ScriptedModel, ScriptedRequest, Turn, TurnToolCall
 from openprogram_sim.scenario._build import Build, Injections, entry
+from openprogram_sim.scenario._deadline import (
+    CANCEL_SECONDS,
+    Deadline,
+    LoopBlockedError,
+    blocked_by,
+)
 from openprogram_sim.scenario._python import scenario_env
 from openprogram_sim.scenario._schema import ModelTurn, Scenario
 from openprogram_sim.trace import TraceRecorder
@@ -69,6 +75,9 @@ class RunOutcome:
     timed_out: int | None = None
     """When the run did not end within the scenario's ``timeout``: how many trace entries
     there were then (the run was aborted at that point)."""
+    blocked: str | None = None
+    """When the deadline had to interrupt code that blocked the event loop (see
+    :func:`run_scenario`): what was running then, e.g. ``"tool 'fetch'"``."""
     extras: dict[str, Any] = field(default_factory=dict)
     _requests: _Requests | None = field(default=None, repr=False, compare=False)
 
@@ -242,60 +251,110 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
     :class:`ScriptedModel`; any other provider (a real adapter pointed at the wire
     simulator, a cassette, your own) runs the same tools, exec, steering and follow-ups,
     and its requests are recorded for ``expect.requests``.
+
+    The scenario's ``timeout:`` is kept by this loop alone (the run is aborted, then
+    cancelled): a tool that blocks the loop holds the run, and the caller, past it. The
+    loop is the caller's, so no signal is used here; :func:`run_scenario` adds one.
     """
-    if provider is None:
-        provider = _scenario_model(scenario)
-    observed = provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
-    runtime, build, recorder, injections = _build_runtime(scenario, observed)
-    if isinstance(observed, RecordingProvider):
-        runtime.subscribe(observed)
-    start = time.perf_counter()
+    play = _Play(scenario, provider)
     with scenario_env(scenario.env):
-        run = asyncio.ensure_future(entry(scenario, runtime, build))
-        timed_out: int | None = None
-        if not await _finished(run, scenario.timeout):
-            timed_out = len(recorder.trace)  # abort it (real time: the virtual clock never waits)
-            runtime.abort()
-            if not await _finished(run, _GRACE_SECONDS):
-                run.cancel()
-                await asyncio.wait({run})
-    result: Any = None
-    error: BaseException | None = None
-    try:
-        result = run.result()
-    except (Exception, asyncio.CancelledError) as exc:  # the scenario decides if expected
-        error = exc
-    duration = time.perf_counter() - start
-    requests = observed.requests
-    if isinstance(observed, ScriptedModel):
-        played = observed.turns[: len(requests)]
-        usage = [t.usage for t in played]
-        scripted_turns: int | None = len(observed.turns)
-        unconsumed = len(observed.unconsumed)
-    else:
-        usage = list(observed.usage)
-        # a cassette replay says how many interactions it holds and which went unplayed
-        scripted_turns = getattr(provider, "scripted_turns", None)
-        unconsumed = int(getattr(provider, "unconsumed", 0))
-    return RunOutcome(
-        scenario=scenario,
-        trace=recorder.trace,
-        result=result,
-        error=error,
-        recorded=list(requests),
-        provider=provider,
-        duration=duration,
-        usage=usage,
-        scripted_turns=scripted_turns,
-        unconsumed=unconsumed,
-        rounds=sum(1 for r in requests if r.depth == 0),
-        unfired=sorted(injections.unfired) if injections is not None else [],
-        timed_out=timed_out,
-    )
+        return await play.run()
 
 
 _GRACE_SECONDS = 1.0
 """How long a run that hit its time limit gets to end after the abort."""
+
+
+class _Play:
+    """One run's pieces, built before it starts, so that a run the deadline interrupted
+    still has its outcome."""
+
+    def __init__(self, scenario: Scenario, provider: Provider | None) -> None:
+        if provider is None:
+            provider = _scenario_model(scenario)
+        self.scenario = scenario
+        self.provider = provider
+        self.observed: ScriptedModel | RecordingProvider = (
+            provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
+        )
+        self.runtime, self.build, self.recorder, self.injections = _build_runtime(
+            scenario, self.observed
+        )
+        if isinstance(self.observed, RecordingProvider):
+            self.runtime.subscribe(self.observed)
+        self.start = time.perf_counter()
+
+    async def run(self, deadline: Deadline | None = None) -> RunOutcome:
+        scenario, runtime = self.scenario, self.runtime
+        run = asyncio.ensure_future(entry(scenario, runtime, self.build))
+        timed_out: int | None = None
+        if not await _finished(run, scenario.timeout):
+            # abort it (real time: the virtual clock never waits)
+            timed_out = len(self.recorder.trace)
+            if deadline is not None:
+                deadline.postpone(_GRACE_SECONDS + CANCEL_SECONDS)
+            runtime.abort()
+            if not await _finished(run, _GRACE_SECONDS):
+                run.cancel()
+                await asyncio.wait({run})
+        if deadline is not None and deadline.fired:
+            if not run.cancelled():
+                run.exception()  # the interrupt, most likely: seen, so asyncio does not log it
+            return self.outcome(timed_out=timed_out, deadline=deadline)
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = run.result()
+        except (Exception, asyncio.CancelledError) as exc:  # the scenario decides if expected
+            error = exc
+        return self.outcome(result=result, error=error, timed_out=timed_out)
+
+    def outcome(
+        self,
+        *,
+        result: Any = None,
+        error: BaseException | None = None,
+        timed_out: int | None = None,
+        deadline: Deadline | None = None,
+    ) -> RunOutcome:
+        """The outcome as recorded so far; after the deadline fired, a timed-out one whose
+        error names what blocked the loop."""
+        duration = time.perf_counter() - self.start
+        blocked: str | None = None
+        if deadline is not None and deadline.cut is not None:
+            blocked = blocked_by(self.recorder.trace, deadline.cut)
+            if timed_out is None:
+                timed_out = deadline.cut
+            result = None
+            error = LoopBlockedError.of(blocked, self.scenario.timeout, _GRACE_SECONDS)
+        observed, provider = self.observed, self.provider
+        requests = observed.requests
+        if isinstance(observed, ScriptedModel):
+            played = observed.turns[: len(requests)]
+            usage = [t.usage for t in played]
+            scripted_turns: int | None = len(observed.turns)
+            unconsumed = len(observed.unconsumed)
+        else:
+            usage = list(observed.usage)
+            # a cassette replay says how many interactions it holds and which went unplayed
+            scripted_turns = getattr(provider, "scripted_turns", None)
+            unconsumed = int(getattr(provider, "unconsumed", 0))
+        return RunOutcome(
+            scenario=self.scenario,
+            trace=self.recorder.trace,
+            result=result,
+            error=error,
+            recorded=list(requests),
+            provider=provider,
+            duration=duration,
+            usage=usage,
+            scripted_turns=scripted_turns,
+            unconsumed=unconsumed,
+            rounds=sum(1 for r in requests if r.depth == 0),
+            unfired=sorted(self.injections.unfired) if self.injections is not None else [],
+            timed_out=timed_out,
+            blocked=blocked,
+        )
 
 
 async def _finished(run: asyncio.Future[Any], seconds: float) -> bool:
@@ -317,7 +376,14 @@ def _loop() -> asyncio.AbstractEventLoop:
 
 def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:
     """Run ``scenario`` once, synchronously (see :func:`arun_scenario`); inside a running
-    event loop, await :func:`arun_scenario` instead."""
+    event loop, await :func:`arun_scenario` instead.
+
+    On the main thread of a POSIX process, the scenario's deadline (``timeout:`` and the
+    grace to end) holds even when a tool blocks the event loop (a sync tool that sleeps, an
+    endless loop): a SIGALRM timer interrupts it and the run ends timed out, naming the
+    tool. Not where SIGALRM is already in use (pytest-timeout's ``signal`` method), nor off
+    the main thread: there only the loop keeps the limit, as in :func:`arun_scenario`.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -328,10 +394,19 @@ def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOut
             "use `await arun_scenario(scenario)` there"
         )
     loop = _loop()
-    try:
-        return loop.run_until_complete(arun_scenario(scenario, provider))
-    finally:
-        _cancel_leftovers(loop)
+    play = _Play(scenario, provider)
+    with scenario_env(scenario.env):
+        deadline = Deadline.arm(scenario.timeout + _GRACE_SECONDS, play.recorder.trace)
+        if deadline is None:
+            try:
+                return loop.run_until_complete(play.run())
+            finally:
+                _cancel_leftovers(loop)
+        try:
+            outcome = deadline.run(loop, play.run(deadline), _cancel_leftovers)
+        finally:
+            deadline.disarm()
+    return outcome if outcome is not None else play.outcome(deadline=deadline)
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
