@@ -10,6 +10,8 @@
     │                            (also a RuntimeError, like a real provider's bug)
     ├── ToolFailure              what a scenario tool with ``raises:`` raises (a RuntimeError)
     ├── MatchTimeoutError        a ``$regex`` took longer than its time limit on one value
+    ├── LoopBlockedError         a run's tool blocked the event loop past the scenario's
+    │                            deadline and was interrupted (also a TimeoutError)
     ├── MisuseError              the harness was called the wrong way (a RuntimeError)
     ├── WireEncodeError          a scripted turn cannot be expressed on an API's wire
     │                            (also a ValueError)
@@ -32,6 +34,7 @@ __all__ = [
     "CassetteError",
     "CassetteFormatError",
     "CassetteMismatchError",
+    "LoopBlockedError",
     "MatchTimeoutError",
     "MisuseError",
     "ScenarioError",
@@ -91,6 +94,18 @@ class ToolFailure(SimError, RuntimeError):
 
 class WireEncodeError(SimError, ValueError):
     """The turn cannot be expressed on this API's wire."""
+
+
+class LoopBlockedError(SimError, TimeoutError):
+    """A run's error (``RunOutcome.error``) when its deadline interrupted code that blocked
+    the event loop; the message names what was running."""
+
+    @classmethod
+    def of(cls, blocked: str, timeout: float, grace: float) -> LoopBlockedError:
+        return cls(
+            f"{blocked} blocked the event loop past the run's deadline ({timeout:g} s "
+            f"timeout + {grace:g} s grace) and was interrupted"
+        )
 
 
 class MatchTimeoutError(SimError):

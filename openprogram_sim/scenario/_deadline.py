@@ -30,7 +30,7 @@ from collections.abc import Callable, Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
-from openprogram_sim.errors import SimError
+from openprogram_sim.errors import LoopBlockedError
 
 __all__ = [
     "CANCEL_SECONDS",
@@ -56,18 +56,6 @@ _POSIX = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
 class DeadlineInterrupt(BaseException):
     """Raised by the deadline's SIGALRM handler wherever the main thread is. The runner
     catches it; it never reaches the caller."""
-
-
-class LoopBlockedError(SimError, TimeoutError):
-    """A run's error (``RunOutcome.error``) when its deadline interrupted code that blocked
-    the event loop; the message names what was running."""
-
-    @classmethod
-    def of(cls, blocked: str, timeout: float, grace: float) -> LoopBlockedError:
-        return cls(
-            f"{blocked} blocked the event loop past the run's deadline ({timeout:g} s "
-            f"timeout + {grace:g} s grace) and was interrupted"
-        )
 
 
 class Deadline:
