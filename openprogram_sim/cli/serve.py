@@ -14,6 +14,11 @@ from openprogram_sim.errors import ScenarioError
 
 __all__ = ["add_parser", "banner", "command"]
 
+# The server's own defaults (openprogram_sim.wire._app), restated so that building the
+# CLI's parser does not load the server; a test holds the two equal.
+DEFAULT_SESSION_TTL = 600.0
+DEFAULT_MAX_SESSIONS = 10_000
+
 
 def banner(server: Any, title: str, turns: int) -> str:
     """The start-up text: where each API's clients point."""
@@ -31,8 +36,17 @@ def banner(server: Any, title: str, turns: int) -> str:
         *(f"  {name.ljust(width)}  {link}  {what}" for name, link, what in rows),
         f"sessions: {url}/s/NAME/... (e.g. {url}/s/NAME/v1) plays a fresh copy of the "
         "script per NAME",
+        f"  DELETE {url}/s/NAME ends one and answers with its report (GET: so far); "
+        f"{_limits(server)}",
     ]
     return "\n".join(lines)
+
+
+def _limits(server: Any) -> str:
+    ttl, cap = server.app.session_ttl, server.app.max_sessions
+    idle = "never end when idle" if ttl is None else f"end after {ttl:g} s idle"
+    live = "no cap on live sessions" if cap is None else f"at most {cap} live"
+    return f"sessions {idle}, {live}"
 
 
 def command(args: argparse.Namespace) -> int:
@@ -65,6 +79,8 @@ def command(args: argparse.Namespace) -> int:
             chunk_size=args.chunk_size,
             cycle=args.cycle,
             log=log,
+            session_ttl=args.session_ttl or None,
+            max_sessions=args.max_sessions or None,
         )
     except OSError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
@@ -100,8 +116,8 @@ def _stop_on_signals(server: Any) -> Generator[None, None, None]:
 
 def _report(server: Any, out: TextIO) -> int:
     report = server.check()
-    calls = sum(len(s.calls) for s in server.app.sessions.values())
     sessions = ", ".join(report.checked)
+    calls = report.model_calls
     print(f"\nopenprogram-sim serve: {calls} model call(s); checked: {sessions}", file=out)
     if report.passed:
         print("PASS every scripted turn was served; expect.requests holds", file=out)
@@ -109,6 +125,21 @@ def _report(server: Any, out: TextIO) -> int:
     print(f"FAIL {len(report.failures)} problem(s)", file=out)
     print(report.render(), file=out)
     return 1
+
+
+def _non_negative(kind: type[float] | type[int]) -> Any:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'a number' if kind is float else 'a whole number'}"
+            ) from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{text} is negative; use 0 for no limit")
+        return value
+
+    return parse
 
 
 def add_parser(sub: Any) -> None:
@@ -133,6 +164,22 @@ def add_parser(sub: Any) -> None:
         "--cycle",
         action="store_true",
         help="start the script over when it runs out (load tests; nothing is left unserved)",
+    )
+    serve.add_argument(
+        "--session-ttl",
+        type=_non_negative(float),
+        default=DEFAULT_SESSION_TTL,
+        metavar="SECONDS",
+        help="end a /s/NAME session idle this long; its report is kept for the one at exit "
+        f"(default {DEFAULT_SESSION_TTL:g}; 0: never)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=_non_negative(int),
+        default=DEFAULT_MAX_SESSIONS,
+        metavar="N",
+        help="refuse a request that would open more live /s/NAME sessions (HTTP 503; "
+        f"default {DEFAULT_MAX_SESSIONS}; 0: no cap)",
     )
     serve.add_argument(
         "--pythonpath",

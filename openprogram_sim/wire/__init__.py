@@ -19,6 +19,11 @@ it, as an ``httpx2.MockTransport`` handler::
     wire.requests[1].body["messages"]  # what the adapter sent on the second call
     wire.assert_consumed()
 
+A turn's ``wire:`` faults (:class:`WireFault`), ``latency`` and ``fault: raise`` / ``hang``
+are played by ScriptedWire as the loopback server (:func:`serve`) plays them, through the
+same code: the same statuses, headers and bytes, real waits, a cut connection as
+``httpx2.RemoteProtocolError``, a hang as a read that lasts until the client's timeout.
+
 Everything here is a pure function of its inputs (``turn -> WireResponse`` with status,
 headers and body chunks), so a loopback HTTP server can serve the same bytes.
 
@@ -56,7 +61,8 @@ What each scripted turn becomes:
   test cancellation, abort the run while the wire is serving.
 * **fault** ``truncate`` ends the stream before its terminal event (a non-streamed body
   is cut in half); ``raise`` and ``hang`` are provider-side Python behaviours with no
-  response to encode (:class:`WireEncodeError`). ``latency`` is ignored.
+  response to encode (:class:`WireEncodeError`). ``latency`` is ignored. (ScriptedWire and
+  the server deliver all three over a connection: see above.)
 """
 
 from openprogram_sim.errors import WireEncodeError
@@ -74,6 +80,7 @@ from openprogram_sim.wire._scripted import (
     mask_url,
     to_httpx,
 )
+from openprogram_sim.wire._session import SessionReport
 
 __all__ = [
     "APIS",
@@ -81,6 +88,7 @@ __all__ = [
     "ERROR_CATALOG",
     "ScriptedWire",
     "ServeReport",
+    "SessionReport",
     "WireEncodeError",
     "WireFault",
     "WireRequest",
@@ -97,7 +105,7 @@ __all__ = [
     "to_httpx",
 ]
 
-for _cls in (ScriptedWire, WireFault, WireRequest, WireResponse):
+for _cls in (ScriptedWire, SessionReport, WireFault, WireRequest, WireResponse):
     _cls.__module__ = __name__
 del _cls
 

@@ -10,6 +10,11 @@ Routes, each also under ``/s/{session}`` (a session of its own)::
     POST /v1beta/models/{model}:generateContent   Gemini (and :streamGenerateContent?alt=sse),
     POST /v1/models/{model}:generateContent       the same under /v1
     POST /model/{modelId}/converse                Bedrock Converse (and /converse-stream)
+
+And for the sessions themselves::
+
+    GET    /s/{session}                           the session's report so far (JSON)
+    DELETE /s/{session}                           end the session; its report (JSON)
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
@@ -27,12 +33,25 @@ from starlette.types import Receive, Scope, Send
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.wire._encode import TurnLike
 from openprogram_sim.wire._errors import error_response
-from openprogram_sim.wire._faults import Delivery, WireFault, deliver, split_turn
+from openprogram_sim.wire._faults import Delivery, Step, WireFault, deliver, split_turn
 from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, _json
 from openprogram_sim.wire._scripted import mask_headers, mask_url
-from openprogram_sim.wire._session import Session
+from openprogram_sim.wire._session import EndedSessions, Session, SessionReport, SessionState
 
-__all__ = ["WireApp"]
+if TYPE_CHECKING:
+    from openprogram_sim.scenario import Scenario
+
+__all__ = ["DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TTL", "WireApp"]
+
+DEFAULT_SESSION_TTL = 600.0
+"""Seconds a named session may stay idle before it ends (its report is kept)."""
+
+DEFAULT_MAX_SESSIONS = 10_000
+"""Named sessions live at once; a request that would open one more is refused."""
+
+_SESSION_ROUTES = (
+    "GET /s/{session} (its report so far) and DELETE /s/{session} (end it; its report)"
+)
 
 # A body must carry the API's list of messages (or Responses' input) to be a model call.
 _REQUIRED = {
@@ -67,7 +86,14 @@ class WireApp:
         chunk_size: characters per streamed piece.
         cycle: start the script over when it runs out (load tests) instead of answering
             with the "script exhausted" error.
-        log: called with one line per model call and per failure.
+        log: called with one line per model call, per failure and per session that ends.
+        scenario: checked against each session's requests (``expect.requests``) in its
+            report.
+        session_ttl: seconds a named session may stay idle (no request under way) before
+            it ends; ``None``: never. Expiry is checked as requests arrive.
+        max_sessions: named sessions live at once (``None``: no cap); a request that would
+            open one more is answered with HTTP 503 in its API's error shape.
+        clock: the time source for idleness (seconds, monotonic).
     """
 
     def __init__(
@@ -77,17 +103,41 @@ class WireApp:
         chunk_size: int = 24,
         cycle: bool = False,
         log: Callable[[str], None] | None = None,
+        scenario: Scenario | None = None,
+        session_ttl: float | None = DEFAULT_SESSION_TTL,
+        max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if session_ttl is not None and not session_ttl > 0:
+            raise ValueError(f"session_ttl must be > 0 seconds or None, got {session_ttl!r}")
+        if max_sessions is not None and max_sessions < 1:
+            raise ValueError(f"max_sessions must be >= 1 or None, got {max_sessions!r}")
         self.script = [split_turn(t) for t in turns]
         self.chunk_size = chunk_size
         self.cycle = cycle
         self.log = log
+        self.scenario = scenario
+        self.session_ttl = session_ttl
+        self.max_sessions = max_sessions
+        self.clock = clock
+        self.ended = EndedSessions()
+        """What is kept of sessions that ended (deleted or expired)."""
+        self.refused = 0
+        """Requests refused because ``max_sessions`` sessions were live."""
         self._sessions: dict[str | None, Session] = {}
+        self._named = 0
+        self._next_sweep = 0.0
         self._lock = threading.Lock()
         self._stopping: asyncio.Event | None = None
         routes = _routes(self)
+        inner = Router(routes=routes, default=self._not_found)
         self.router = Router(
-            routes=[*routes, Mount("/s/{session}", routes=routes)], default=self._not_found
+            routes=[
+                *routes,
+                Route("/s/{session}", _SessionRoute(self), methods=["GET", "DELETE"]),
+                Mount("/s/{session}", app=inner),
+            ],
+            default=self._not_found,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -97,15 +147,99 @@ class WireApp:
     # -- sessions ------------------------------------------------------------------------
 
     def session(self, name: str | None = None) -> Session:
-        """The session ``name`` (``None``: URLs without ``/s/{name}``), made on first use."""
+        """The live session ``name`` (``None``: URLs without ``/s/{name}``), made on first
+        use (a name that ended starts afresh)."""
         found = self._sessions.get(name)
         if found is not None:
             return found
         with self._lock:
-            return self._sessions.setdefault(name, Session(name, self.script, cycle=self.cycle))
+            return self._make(name, self.clock())
+
+    def _make(self, name: str | None, now: float) -> Session:
+        found = self._sessions.get(name)
+        if found is None:
+            found = Session(name, self.script, cycle=self.cycle, now=now)
+            self._sessions[name] = found
+            self._named += name is not None
+        return found
+
+    def enter(self, name: str | None) -> Session | None:
+        """The session a request joins, made on first use, and counted busy until
+        :meth:`leave`; ``None`` (refused) when it would be one more than
+        ``max_sessions``."""
+        now = self.clock()
+        self.sweep_due(now)
+        with self._lock:
+            session = self._sessions.get(name)
+            if session is None:
+                cap = self.max_sessions
+                if name is not None and cap is not None and self._named >= cap:
+                    self.refused += 1
+                    return None
+                session = self._make(name, now)
+            session.active += 1
+            session.last_active = now
+            return session
+
+    def leave(self, session: Session) -> None:
+        # Only the server's loop writes these; the time first, so a sweep from another
+        # thread never sees the session idle with the time it last started a request.
+        session.last_active = self.clock()
+        session.active -= 1
+
+    def end_session(self, name: str) -> SessionReport | None:
+        """End the live session ``name`` and return its report (kept for the final one);
+        ``None`` when no such session is live."""
+        with self._lock:
+            session = self._sessions.pop(name, None)
+            self._named -= session is not None
+        return None if session is None else self._ended(session, "ended")
+
+    def sweep_due(self, now: float) -> None:
+        """:meth:`sweep`, if the last one was long enough ago (a quarter of the TTL, at
+        most a second): a session expires within that much of its TTL."""
+        if now >= self._next_sweep:
+            self.sweep(now)
+
+    def sweep(self, now: float | None = None) -> None:
+        """End every named session idle longer than ``session_ttl`` (its report kept)."""
+        ttl = self.session_ttl
+        if ttl is None:
+            self._next_sweep = float("inf")
+            return
+        now = self.clock() if now is None else now
+        with self._lock:
+            self._next_sweep = now + min(ttl / 4, 1.0)
+            idle = [
+                s for name, s in self._sessions.items()
+                if name is not None and not s.active and now - s.last_active > ttl
+            ]  # fmt: skip
+            for s in idle:
+                del self._sessions[s.name]
+            self._named -= len(idle)
+        for s in idle:
+            self._ended(s, "expired")
+
+    def _ended(self, session: Session, state: SessionState) -> SessionReport:
+        report = session.report(self.scenario, state)
+        self.ended.add(report)
+        if self.log is not None:
+            verdict = "PASS" if report.passed else f"FAIL {len(report.failures)} problem(s)"
+            self.log(f"[{session.name}] {state}: {report.model_calls} model call(s), {verdict}")
+            if not report.passed:
+                self.log(report.render())
+        return report
+
+    def report(self, name: str) -> SessionReport | None:
+        """Session ``name``'s report: live (so far), else the one kept since it ended."""
+        session = self._sessions.get(name)
+        if session is not None:
+            return session.report(self.scenario)
+        return self.ended.get(name)
 
     @property
     def sessions(self) -> dict[str | None, Session]:
+        """The live sessions."""
         with self._lock:
             return dict(self._sessions)
 
@@ -123,18 +257,60 @@ class WireApp:
     # -- fallbacks -------------------------------------------------------------------------
 
     async def _not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _read_body(receive)
+        try:
+            await _read_body(receive)
+        except _ClientGone:
+            return
         path = scope.get("path", "")
         message = (
             f"openprogram-sim: {scope.get('method')} {path} is not an API route this server "
             "serves: /v1/chat/completions, /v1/responses, /v1/models, /v1/messages, "
             "/v1beta/models/{model}:generateContent (and :streamGenerateContent, also under "
             "/v1), /model/{modelId}/converse (and /converse-stream), each also under "
-            "/s/{session}"
+            f"/s/{{session}}; and {_SESSION_ROUTES}"
         )
         self.session(None).fail(message)
-        body = _json({"error": {"message": message, "type": "not_found"}}).encode()
-        await _send_whole(send, WireResponse(404, {"content-type": JSON_TYPE}, [body]))
+        await _send_json(send, 404, {"error": {"message": message, "type": "not_found"}})
+
+
+class _SessionRoute:
+    """``GET /s/{session}``: the session's report so far (or, once it ended, the one kept);
+    ``DELETE /s/{session}``: end the session and answer with its report. An unknown (or no
+    longer live, for DELETE) session is a 404 saying so."""
+
+    def __init__(self, app: WireApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await _read_body(receive)
+        except _ClientGone:
+            return
+        app = self.app
+        name = scope["path_params"]["session"]
+        app.sweep_due(app.clock())
+        ending = scope["method"] == "DELETE"
+        report = app.end_session(name) if ending else app.report(name)
+        if report is not None:
+            await _send_json(send, 200, report.to_json())
+            return
+        kept = app.ended.get(name)
+        if kept is None:
+            why = "none is open under that name"
+        elif kept.state == "expired":
+            why = f"it expired after {app.session_ttl:g} s idle; GET /s/{name} gives its report"
+        else:
+            why = f"it has already ended; GET /s/{name} gives its report"
+        message = (
+            f"openprogram-sim: no live session {name!r}: {why}. A session starts with its "
+            f"first model call under /s/{name}/; {_SESSION_ROUTES}."
+        )
+        await _send_json(send, 404, {"error": {"message": message, "type": "not_found"}})
+
+
+async def _send_json(send: Send, status: int, body: Any) -> None:
+    response = WireResponse(status, {"content-type": JSON_TYPE}, [_json(body).encode()])
+    await _send_whole(send, response)
 
 
 def _routes(app: WireApp) -> list[BaseRoute]:
@@ -166,6 +342,7 @@ class _Models:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         names = {k.lower() for k, _ in scope["headers"]}
         body: Any
+        model: dict[str, Any]
         if b"anthropic-version" in names:
             model = {"type": "model", "id": "scripted", "display_name": "openprogram-sim",
                      "created_at": "2023-11-14T22:13:20Z"}  # fmt: skip
@@ -222,9 +399,26 @@ class _ModelCall:
         except _ClientGone:
             return
         params = scope.get("path_params", {})
-        session = self.app.session(params.get("session"))
-        delivery = self._answer(scope, raw, session, params)
-        await _Delivering(delivery, receive, send, self.app.stopping(), session).run()
+        session = self.app.enter(params.get("session"))
+        if session is None:
+            await _send_whole(send, self._refusal(params["session"]))
+            return
+        try:
+            delivery = self._answer(scope, raw, session, params)
+            await _Delivering(delivery, receive, send, self.app.stopping(), session).run()
+        finally:
+            self.app.leave(session)
+
+    def _refusal(self, name: str) -> WireResponse:
+        message = (
+            f"openprogram-sim: session {name!r} cannot start: {self.app.max_sessions} "
+            "sessions are live (the server's max_sessions). End finished sessions with "
+            "DELETE /s/{session}, shorten the session TTL, or raise max_sessions "
+            "(--max-sessions)."
+        )
+        if self.app.log is not None:
+            self.app.log(f"error: {message}")
+        return error_response(self.api, 503, message, should_retry=False)
 
     def _answer(
         self, scope: Scope, raw: bytes, session: Session, params: dict[str, Any]
@@ -271,9 +465,8 @@ class _ModelCall:
         session.fail(message)
         if self.app.log is not None:
             self.app.log(f"error: {message}")
-        response = error_response(self.api, status, message)
-        response.headers["x-should-retry"] = "false"  # not a transient failure: no retries
-        return Delivery(response=response)
+        # not a transient failure: no retries
+        return Delivery(response=error_response(self.api, status, message, should_retry=False))
 
 
 def _recorded(scope: Scope, api: str, stream: bool, body: Any, raw: bytes) -> dict[str, Any]:
@@ -339,36 +532,24 @@ class _Delivering:
 
     async def _run(self) -> None:
         d, response = self.d, self.d.response
-        if d.delay and await self._pause(d.delay):
-            return
-        if d.hang_first:
-            await self._hold()
-            return
-        whole = d.cut_after is None and not d.hang and len(response.chunks) == 1
-        start = {"type": "http.response.start", "status": response.status}
-        await self.send(
-            {**start, "headers": _headers(response, len(response.body) if whole else None)}
-        )
-        if d.cut_after == 0:
-            raise _Cut
-        if d.interval:
-            for i, chunk in enumerate(response.chunks, start=1):
-                if i > 1 and await self._pause(d.interval):
-                    return
-                await self._write(chunk)
-                if d.cut_after == i:
-                    raise _Cut
-        else:
-            # Nothing to wait for between chunks: one write, as a server writes a reply that
-            # is ready (the client reads the same bytes; with `interval`, each chunk is its
-            # own write after the pause).
-            await self._write(b"".join(response.chunks[: d.cut_after]))
-            if d.cut_after is not None:
+        for step in d.steps():
+            if isinstance(step, list):
+                # A step's chunks in one write, as a server writes a reply that is ready
+                # (the client reads the same bytes; with `interval`, each chunk is a step).
+                await self._write(b"".join(step))
+            elif step is Step.HEAD:
+                length = len(response.body) if d.whole else None
+                start = {"type": "http.response.start", "status": response.status}
+                await self.send({**start, "headers": _headers(response, length)})
+            elif step is Step.END:
+                await self.send({"type": "http.response.body", "body": b""})
+            elif step is Step.CUT:
                 raise _Cut
-        if d.hang:
-            await self._hold()
-            return
-        await self.send({"type": "http.response.body", "body": b""})
+            elif step is Step.HOLD:
+                await self._hold()
+                return
+            elif await self._pause(step):
+                return
 
     async def _write(self, data: bytes) -> None:
         await self.send({"type": "http.response.body", "body": data, "more_body": True})

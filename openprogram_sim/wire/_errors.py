@@ -63,15 +63,20 @@ def _kind(api: str, status: int) -> tuple[str, str]:
     return table.get(status) or table[500 if status >= 500 else 400]
 
 
-def error_response(api: str, status: int, message: str) -> WireResponse:
+def error_response(
+    api: str, status: int, message: str, *, should_retry: bool | None = None
+) -> WireResponse:
     """The HTTP error ``api`` answers with for ``status``: its error body shape, its error
     type for that status, and the headers that go with it (``retry-after`` on 429,
-    ``x-amzn-ErrorType`` on Bedrock)."""
+    ``x-amzn-ErrorType`` on Bedrock). ``should_retry`` adds ``x-should-retry`` (the header
+    the official SDKs obey before their own retry rules)."""
     kind, code = _kind(api, status)
     family = _family(api)
     headers = {"content-type": JSON_TYPE}
     if status == 429:
         headers["retry-after"] = "1"
+    if should_retry is not None:
+        headers["x-should-retry"] = "true" if should_retry else "false"
     body: Any
     if family == "openai":
         body = {"error": {"message": message, "type": kind, "param": None, "code": code or None}}

@@ -17,20 +17,37 @@ before the first byte, ``fault: truncate`` ends the stream cleanly before its te
 ``fault: raise`` drops the connection after the body (a provider that crashed), and
 ``fault: hang`` sends the body, then holds the connection open until the client gives
 up (a non-streamed reply sends nothing at all).
+
+A :class:`Delivery` is played the same way by both transports: the loopback server over a
+real socket, and :class:`~openprogram_sim.wire.ScriptedWire` in process. Each walks
+:meth:`Delivery.steps` in its own medium.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 from openprogram_sim.models import Turn
 from openprogram_sim.wire._encode import ErrorMode, TurnLike, encode
 from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._plan import EVENT_STREAM, WireResponse
 
-__all__ = ["Delivery", "WireFault", "deliver", "split_turn"]
+if TYPE_CHECKING:
+    from openprogram_sim.scenario import Scenario
+
+__all__ = [
+    "Delivery",
+    "Step",
+    "WireFault",
+    "as_scenario",
+    "deliver",
+    "scenario_script",
+    "split_turn",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,9 +131,27 @@ def split_turn(value: TurnLike | tuple[TurnLike, WireFault]) -> tuple[Turn, Wire
     return Turn.coerce(value), _NONE
 
 
+class Step(Enum):
+    """The markers of :meth:`Delivery.steps` (besides waits and chunks)."""
+
+    HEAD = "head"
+    """Send the status line and the headers."""
+    CUT = "cut"
+    """Drop the connection: the response stays unfinished."""
+    HOLD = "hold"
+    """Send nothing more and keep the connection open until the client gives up."""
+    END = "end"
+    """The response is complete."""
+
+
+DeliveryStep = float | list[bytes] | Step
+"""One step of a delivery: a wait (real seconds), body chunks sent back to back, or a
+:class:`Step`."""
+
+
 @dataclass(slots=True, kw_only=True)
 class Delivery:
-    """A response and how to deliver it over a real connection."""
+    """A response and how to deliver it over a connection."""
 
     response: WireResponse
     delay: float = 0.0
@@ -130,6 +165,43 @@ class Delivery:
     until the client gives up or the server stops."""
     hang_first: bool = False
 
+    @property
+    def whole(self) -> bool:
+        """The body goes out in one piece of known length (a ``content-length`` header)."""
+        return (
+            self.cut_after is None
+            and not self.hang
+            and not self.hang_first
+            and len(self.response.chunks) == 1
+        )
+
+    def steps(self) -> Iterator[DeliveryStep]:
+        """The delivery in the order a client sees it: the wait before the first byte, the
+        head, the chunks with their pauses, then the end, a cut or a hold.
+
+        The server writes the chunks of one step at once (the client reads the same bytes);
+        ScriptedWire hands them over one by one.
+        """
+        if self.delay:
+            yield self.delay
+        if self.hang_first:
+            yield Step.HOLD
+            return
+        yield Step.HEAD
+        cut = self.cut_after
+        chunks = self.response.chunks if cut is None else self.response.chunks[:cut]
+        if self.interval:
+            for i, chunk in enumerate(chunks):
+                if i:
+                    yield self.interval
+                yield [chunk]
+        elif chunks:
+            yield chunks
+        if cut is not None:
+            yield Step.CUT
+        else:
+            yield Step.HOLD if self.hang else Step.END
+
 
 def deliver(
     api: str,
@@ -140,14 +212,22 @@ def deliver(
     model: str = "scripted",
     seq: int = 1,
     chunk_size: int = 24,
+    error_status: int = 500,
+    error_mode: ErrorMode = "auto",
 ) -> Delivery:
-    """How a server answers ``turn`` (with ``fault``) on ``api``.
+    """How ``turn`` (with ``fault``) is answered on ``api``. ``error_status`` and
+    ``error_mode`` apply where the turn and its fault say nothing (an ``error`` stop with
+    no ``error_reason`` nor ``wire.status``; ``wire.error_mode`` left ``auto``).
 
     Raises:
         WireEncodeError: the turn cannot be expressed on this wire.
+        ValueError: the fault cannot be applied to this response (e.g. ``corrupt_chunk``
+            past its last chunk).
     """
+    if fault.error_mode == "auto" and error_mode != "auto":
+        fault = replace(fault, error_mode=error_mode)
     http_error = fault.status is not None and fault.error_mode != "stream"
-    status = _status(api, turn, fault)
+    status = _status(api, turn, fault, error_status)
     if http_error:
         message = turn.error or f"scripted HTTP {status}"
         response = error_response(api, status, message)
@@ -190,10 +270,10 @@ _REASON_STATUS = {
     "timeout": 504,
 }
 """The HTTP status an error turn's ``error_reason`` is served with (no ``wire.status``);
-any other reason is a 500."""
+any other reason, or none, gets the default (500)."""
 
 
-def _status(api: str, turn: Turn, fault: WireFault) -> int:
+def _status(api: str, turn: Turn, fault: WireFault, default: int = 500) -> int:
     if fault.status is not None:
         return fault.status
     reason = turn.error_reason
@@ -201,7 +281,7 @@ def _status(api: str, turn: Turn, fault: WireFault) -> int:
         return 529
     if reason == "timeout" and api == "bedrock":
         return 408  # ModelTimeoutException
-    return _REASON_STATUS.get(reason or "", 500)
+    return _REASON_STATUS.get(reason or "", default)
 
 
 def _with_headers(api: str, response: WireResponse, turn: Turn, fault: WireFault) -> WireResponse:
@@ -252,3 +332,32 @@ def _corrupt(response: WireResponse, n: int) -> WireResponse:
     else:
         chunks[n - 1] = _CORRUPT_JSON
     return WireResponse(response.status, response.headers, chunks)
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def as_scenario(source: object) -> Scenario | None:
+    """``source`` if it is a loaded scenario (without importing the scenario package for
+    anything else: a Scenario object means it is already loaded)."""
+    module = sys.modules.get("openprogram_sim.scenario")
+    scenario: Scenario | None = None
+    if module is not None and isinstance(source, module.Scenario):
+        scenario = source
+    return scenario
+
+
+def scenario_script(scenario: Scenario) -> list[tuple[Turn, WireFault]]:
+    """The scenario's ``model:`` turns, each with its ``wire:`` fault."""
+    from openprogram_sim.scenario import build_model
+
+    turns = build_model(scenario).turns
+    raw = scenario.model if isinstance(scenario.model, list) else []
+    faults = [WireFault.coerce(_plain(getattr(t, "wire", None))) for t in raw]
+    return list(zip(turns, faults, strict=True))
+
+
+def _plain(spec: Any) -> Any:
+    """A ``wire:`` spec as a dict, whether the schema keeps it as one or as a model."""
+    dump = getattr(spec, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else spec

@@ -118,7 +118,7 @@ def _read_openai_chat(body: dict[str, Any]) -> Read:
     tools = _names(body.get("tools"), lambda t: (t.get("function") or {}).get("name"))
     system: list[str] = []
     messages: list[dict[str, Any]] = []
-    names: dict[str, str] = {}
+    names: dict[str, Any] = {}
     for m in body.get("messages") or []:
         if not isinstance(m, dict):
             continue
@@ -150,7 +150,7 @@ def _read_openai_responses(body: dict[str, Any]) -> Read:
     items = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw or []
     system = [str(body["instructions"])] if body.get("instructions") else []
     messages: list[dict[str, Any]] = []
-    names: dict[str, str] = {}
+    names: dict[str, Any] = {}
     for item in items:
         if not isinstance(item, dict):
             continue
@@ -195,13 +195,13 @@ def _read_anthropic(body: dict[str, Any]) -> Read:
         choice = (
             {"type": "function", "name": raw.get("name")}
             if kind == "tool"
-            else modes.get(kind, raw)
+            else modes.get(str(kind), raw)
         )
         if raw.get("disable_parallel_tool_use") is True:
             parallel = False
     system = body.get("system")
     messages: list[dict[str, Any]] = []
-    names: dict[str, str] = {}
+    names: dict[str, Any] = {}
     for m in body.get("messages") or []:
         if not isinstance(m, dict):
             continue
@@ -307,7 +307,7 @@ def _read_bedrock(body: dict[str, Any]) -> Read:
         str(s["text"]) for s in body.get("system") or [] if isinstance(s, dict) and "text" in s
     )
     messages: list[dict[str, Any]] = []
-    names: dict[str, str] = {}
+    names: dict[str, Any] = {}
     for m in body.get("messages") or []:
         if isinstance(m, dict):
             messages.extend(_bedrock_message(m, names))

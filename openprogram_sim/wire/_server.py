@@ -13,11 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from openprogram_sim.wire._app import QUIET_CUTS, WireApp
+from openprogram_sim.wire._app import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TTL,
+    QUIET_CUTS,
+    WireApp,
+)
 from openprogram_sim.wire._encode import TurnLike
-from openprogram_sim.wire._faults import WireFault
+from openprogram_sim.wire._faults import WireFault, scenario_script
 from openprogram_sim.wire._scripted import WireRequest
-from openprogram_sim.wire._session import Session
+from openprogram_sim.wire._session import Session, SessionReport, render_failures
 
 if TYPE_CHECKING:
     from openprogram.providers import Provider
@@ -70,27 +75,35 @@ class _Uvicorn(uvicorn.Server):
 class ServeReport:
     """What the server's clients did, checked against the script and the scenario:
     turns left unserved, failed requests, and ``expect.requests`` (the same failures
-    ``openprogram-sim run`` prints)."""
+    ``openprogram-sim run`` prints), over the live sessions and those that ended."""
 
     failures: list[Failure] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
-    """The sessions checked, by label."""
+    """The sessions checked, by label (ended sessions that passed as one count)."""
+    model_calls: int = 0
+    """Model calls over every session checked, ended ones included."""
 
     @property
     def passed(self) -> bool:
         return not self.failures
 
+    def add(self, report: SessionReport) -> None:
+        """Count one session's report in."""
+        self.checked.append(report.label + ("" if report.state == "live" else f" ({report.state})"))
+        self.failures += report.labelled()
+        self.model_calls += report.model_calls
+
     def render(self) -> str:
-        lines = [f"- {f.title}" + "".join(f"\n  {x}" for x in f.explained.splitlines())
-                 for f in self.failures]  # fmt: skip
-        return "\n".join(lines)
+        return render_failures(self.failures)
 
 
 class WireServer:
     """A scripted model on a real loopback port, speaking every API (see :func:`serve`).
 
     Each ``/s/{name}/`` URL prefix is a session with its own copy of the script; URLs
-    without a prefix share the default session.
+    without a prefix share the default session. A named session ends on ``DELETE
+    /s/{name}`` (or :meth:`end_session`), or after ``session_ttl`` idle seconds; its report
+    is kept for :meth:`check`. At most ``max_sessions`` named sessions are live at once.
     """
 
     def __init__(
@@ -102,12 +115,17 @@ class WireServer:
         chunk_size: int = 24,
         cycle: bool = False,
         log: Callable[[str], None] | None = None,
+        session_ttl: float | None = DEFAULT_SESSION_TTL,
+        max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     ) -> None:
         from openprogram_sim.scenario import Scenario
 
         self.scenario = turns if isinstance(turns, Scenario) else None
-        script = _scenario_turns(turns) if isinstance(turns, Scenario) else list(turns)
-        self.app = WireApp(script, chunk_size=chunk_size, cycle=cycle, log=log)
+        script = scenario_script(turns) if isinstance(turns, Scenario) else list(turns)
+        self.app = WireApp(
+            script, chunk_size=chunk_size, cycle=cycle, log=log, scenario=self.scenario,
+            session_ttl=session_ttl, max_sessions=max_sessions,
+        )  # fmt: skip
         self.host = host
         self._socket = _bind(host, port)
         self.port: int = self._socket.getsockname()[1]
@@ -202,8 +220,16 @@ class WireServer:
     # -- what clients did ----------------------------------------------------------------
 
     def session(self, name: str | None = None) -> Session:
-        """Session ``name`` (``None``: the default one)."""
+        """The live session ``name`` (``None``: the default one)."""
         return self.app.session(name)
+
+    def end_session(self, name: str) -> SessionReport:
+        """End session ``name`` (as ``DELETE /s/{name}`` does) and return its report; it
+        stays in :meth:`check`. Raises ``KeyError`` when no such session is live."""
+        report = self.app.end_session(name)
+        if report is None:
+            raise KeyError(f"no live session {name!r}")
+        return report
 
     @property
     def requests(self) -> list[WireRequest]:
@@ -212,43 +238,69 @@ class WireServer:
 
     @property
     def errors(self) -> list[str]:
-        return [e for s in self._checked_sessions() for e in s.errors]
+        return [e for r in self._reports(None) for e in r.errors]
 
     def assert_consumed(self, session: str | None = None) -> None:
         """Raise ``AssertionError`` if a request failed or a turn was never served, in
-        ``session`` (given), else in every session used (the default one when none was)."""
-        sessions = [self.app.session(session)] if session is not None else self._checked_sessions()
-        for s in sessions:
-            s.assert_consumed()
+        ``session`` (given), else in every session used, ended ones included (the default
+        one when none was)."""
+        for report in self._reports(session):
+            report.assert_consumed()
 
     def check(self, session: str | None = None) -> ServeReport:
         """Unserved turns, failed requests, and the scenario's ``expect.requests`` against
-        what the clients sent: in ``session`` (given), else in every session used."""
-        from openprogram_sim.scenario import Failure
-
+        what the clients sent: in ``session`` (given; live, else as it ended), else in every
+        session used, ended ones included."""
         report = ServeReport()
-        sessions = [self.app.session(session)] if session is not None else self._checked_sessions()
-        for s in sessions:
-            label = "" if s.name is None else f"session {s.name!r}: "
-            report.checked.append(label.rstrip(": ") or "default session")
-            report.failures += [Failure(f"{label}{e}") for e in s.errors]
-            if s.unconsumed:
-                report.failures.append(
-                    Failure(
-                        f"{label}{s.unconsumed} of {len(s.script)} scripted turns were never "
-                        f"requested (the client made {len(s.calls)} model call(s))",
-                        "remove them, or check why the client stopped early",
-                    )
-                )
-            if self.scenario is not None:
-                for failure in _check_requests(self.scenario, s.request_fields()):
-                    failure.title = label + failure.title
-                    report.failures.append(failure)
+        for one in self._reports(session):
+            report.add(one)
+        if session is None:
+            self._add_ended(report)
         return report
 
-    def _checked_sessions(self) -> list[Session]:
-        used = [s for s in self.app.sessions.values() if s.used]
-        return used or [self.app.session(None)]
+    def _add_ended(self, report: ServeReport) -> None:
+        """What is kept of ended sessions beyond their failing reports: counts, and the
+        requests refused for the cap."""
+        from openprogram_sim.scenario import Failure
+
+        ended, app = self.app.ended, self.app
+        report.model_calls += ended.model_calls - sum(r.model_calls for r in ended.failing)
+        if ended.passed:
+            report.checked.append(f"{ended.passed} ended session(s) that passed")
+        if ended.failing_dropped:
+            report.failures.append(
+                Failure(
+                    f"{ended.failing_dropped} more session(s) ended failing; only the first "
+                    f"{ended.keep} failing sessions' reports are kept",
+                    "their failures were logged as they ended (run without -q to see them)",
+                )
+            )
+        if app.refused:
+            report.failures.append(
+                Failure(
+                    f"{app.refused} request(s) were refused: {app.max_sessions} sessions were "
+                    "live (max_sessions)",
+                    "end sessions when done (DELETE /s/NAME), shorten the session TTL, or "
+                    "raise max_sessions (--max-sessions)",
+                )
+            )
+
+    def _reports(self, session: str | None) -> list[SessionReport]:
+        """The reports to check: ``session``'s, else every session used (live, then the
+        failing ones that ended)."""
+        app = self.app
+        scenario = self.scenario
+        if session is not None:
+            if session not in app.sessions:
+                kept = app.ended.get(session)
+                if kept is not None:
+                    return [kept]
+            return [app.session(session).report(scenario)]
+        app.sweep()
+        live = [s for s in app.sessions.values() if s.used]
+        if not live and not app.ended.count:
+            live = [app.session(None)]
+        return [s.report(scenario) for s in live] + app.ended.failing
 
 
 def _check_api(api: str) -> str:
@@ -273,30 +325,6 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _scenario_turns(scenario: Scenario) -> list[tuple[Any, WireFault]]:
-    """The scenario's ``model:`` turns, each with its ``wire:`` fault when the scenario
-    format has one."""
-    from openprogram_sim.scenario import build_model
-
-    turns = build_model(scenario).turns
-    raw = scenario.model if isinstance(scenario.model, list) else []
-    faults = [WireFault.coerce(_plain(getattr(t, "wire", None))) for t in raw]
-    return list(zip(turns, faults, strict=True))
-
-
-def _plain(spec: Any) -> Any:
-    """A ``wire:`` spec as a dict, whether the schema keeps it as one or as a model."""
-    dump = getattr(spec, "model_dump", None)
-    return dump(exclude_none=True) if callable(dump) else spec
-
-
-def _check_requests(scenario: Scenario, requests: list[dict[str, Any]]) -> list[Failure]:
-    """``expect.requests`` against ``requests``, by the check ``run`` uses."""
-    from openprogram_sim.scenario import check_requests
-
-    return check_requests(scenario, requests)
-
-
 @contextmanager
 def serve(
     scenario: Scenario | Iterable[TurnLike | tuple[TurnLike, WireFault]] | str,
@@ -305,6 +333,8 @@ def serve(
     port: int = 0,
     chunk_size: int = 24,
     cycle: bool = False,
+    session_ttl: float | None = DEFAULT_SESSION_TTL,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
 ) -> Iterator[WireServer]:
     """Serve a scenario (a :class:`~openprogram_sim.scenario.Scenario`, a path to its
     file, or a list of turns) on a real loopback port from a background thread::
@@ -317,12 +347,21 @@ def serve(
 
     ``port=0`` picks a free port. Turns may carry a ``wire:`` fault (see
     :class:`WireFault`). ``cycle=True`` starts the script over when it runs out.
+
+    Each ``/s/{name}/`` URL prefix is a session with its own copy of the script.
+    ``DELETE /s/{name}`` (or ``server.end_session(name)``) ends one and answers with its
+    report; a session idle for ``session_ttl`` seconds ends by itself (``None``: never);
+    both stay in :meth:`WireServer.check`. A request that would open more than
+    ``max_sessions`` live sessions gets HTTP 503 in its API's error shape.
     """
     if isinstance(scenario, str):
         from openprogram_sim.scenario import load_scenario
 
         scenario = load_scenario(scenario)
-    server = WireServer(scenario, host=host, port=port, chunk_size=chunk_size, cycle=cycle)
+    server = WireServer(
+        scenario, host=host, port=port, chunk_size=chunk_size, cycle=cycle,
+        session_ttl=session_ttl, max_sessions=max_sessions,
+    )  # fmt: skip
     server.start()
     try:
         yield server

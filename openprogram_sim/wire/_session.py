@@ -1,21 +1,32 @@
-"""A session: one client's own copy of the script, what it was sent and what went wrong.
+"""A session: one client's own copy of the script, what it was sent and what went wrong;
+its report once checked, and what the server keeps of sessions that ended.
 
 The server keeps one per ``/s/{session}/`` URL prefix (and one for URLs without it), so
-parallel clients each play the script from its first turn.
+parallel clients each play the script from its first turn. A named session ends when its
+client says so (``DELETE /s/{session}``) or when it has been idle for the server's session
+TTL; its report is kept for the server's final report (:class:`EndedSessions`), not its
+requests, so a long-running server's memory stays bounded.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram_sim.models import Turn
 from openprogram_sim.wire._faults import WireFault
 from openprogram_sim.wire._requests import read_request
 from openprogram_sim.wire._scripted import WireRequest
 
-__all__ = ["Session"]
+if TYPE_CHECKING:
+    from openprogram_sim.scenario import Failure, Scenario
+
+__all__ = ["EndedSessions", "Session", "SessionReport"]
+
+SessionState = Literal["live", "ended", "expired"]
 
 
 class Session:
@@ -26,7 +37,12 @@ class Session:
     """
 
     def __init__(
-        self, name: str | None, script: Sequence[tuple[Turn, WireFault]], *, cycle: bool = False
+        self,
+        name: str | None,
+        script: Sequence[tuple[Turn, WireFault]],
+        *,
+        cycle: bool = False,
+        now: float = 0.0,
     ) -> None:
         self.name = name
         """The ``/s/{name}/`` prefix (``None``: URLs without one)."""
@@ -39,6 +55,11 @@ class Session:
         self._errors: list[str] = []
         self.disconnects = 0
         """Responses the client stopped reading before their end (not a failure)."""
+        self.active = 0
+        """Requests being answered now (the server's own count; a busy session never
+        expires)."""
+        self.last_active = now
+        """When a request last started or ended (the server's clock)."""
         self._lock = threading.Lock()
 
     # -- written by the server -----------------------------------------------------------
@@ -66,6 +87,10 @@ class Session:
             self._errors.append(message)
 
     # -- read by tests and the exit report -------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        return _label(self.name)
 
     @property
     def requests(self) -> list[WireRequest]:
@@ -103,14 +128,173 @@ class Session:
             read_request(r.api or "", r.body, index=k) for k, r in enumerate(self.calls, start=1)
         ]
 
+    def report(
+        self, scenario: Scenario | None = None, state: SessionState = "live"
+    ) -> SessionReport:
+        """This session checked: failed requests, turns never requested and, given the
+        scenario, its ``expect.requests`` against what the client sent."""
+        from openprogram_sim.scenario import Failure, check_requests
+
+        errors = self.errors
+        calls = len(self.calls)
+        unconsumed = self.unconsumed
+        failures = [Failure(e) for e in errors]
+        if unconsumed:
+            failures.append(
+                Failure(
+                    f"{unconsumed} of {len(self.script)} scripted turns were never requested "
+                    f"(the client made {calls} model call(s))",
+                    "remove them, or check why the client stopped early",
+                )
+            )
+        if scenario is not None:
+            failures += check_requests(scenario, self.request_fields())
+        return SessionReport(
+            name=self.name, state=state, turns=len(self.script), served=self.served,
+            unconsumed=unconsumed, model_calls=calls, requests=len(self.requests),
+            disconnects=self.disconnects, errors=errors, failures=failures,
+        )  # fmt: skip
+
     def assert_consumed(self) -> None:
         """Raise ``AssertionError`` if a request failed or a turn was never served."""
-        problems = self.errors
-        if self.unconsumed:
-            problems.append(
-                f"{self.unconsumed} of {len(self.script)} scripted turns were never requested "
-                f"(the session was called {len(self.calls)} times)"
-            )
-        if problems:
-            label = "default session" if self.name is None else f"session {self.name!r}"
-            raise AssertionError(f"wire server ({label}): " + "; ".join(problems))
+        _assert_consumed(
+            self.label, self.errors, self.unconsumed, len(self.script), len(self.calls)
+        )
+
+
+def _label(name: str | None) -> str:
+    return "default session" if name is None else f"session {name!r}"
+
+
+def _assert_consumed(
+    label: str, errors: list[str], unconsumed: int, turns: int, calls: int
+) -> None:
+    problems = list(errors)
+    if unconsumed:
+        problems.append(
+            f"{unconsumed} of {turns} scripted turns were never requested "
+            f"(the session was called {calls} times)"
+        )
+    if problems:
+        raise AssertionError(f"wire server ({label}): " + "; ".join(problems))
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionReport:
+    """One session checked: what its client did against the script and the scenario (the
+    checks of the server's final report, for one session). ``DELETE /s/{name}`` answers
+    with it as JSON (:meth:`to_json`)."""
+
+    name: str | None
+    """The session (``None``: the default one, URLs without ``/s/{name}``)."""
+    state: SessionState
+    """``live`` (still open), ``ended`` (ended by ``DELETE /s/{name}`` or
+    :meth:`~openprogram_sim.wire.WireServer.end_session`) or ``expired`` (idle longer
+    than the server's session TTL)."""
+    turns: int
+    """Scripted turns."""
+    served: int
+    unconsumed: int
+    """Scripted turns never requested."""
+    model_calls: int
+    requests: int
+    """Every request, model calls and failed ones."""
+    disconnects: int
+    """Responses the client stopped reading before their end (not a failure)."""
+    errors: list[str]
+    """Requests that failed: malformed bodies, calls beyond the script, unknown paths."""
+    failures: list[Failure]
+    """Everything that did not hold: the errors, turns never requested, and each
+    ``expect.requests`` entry that differs (with the diff ``run`` prints)."""
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def label(self) -> str:
+        return _label(self.name)
+
+    def render(self) -> str:
+        """The failures as the CLI prints them (empty when it passed)."""
+        return render_failures(self.failures)
+
+    def assert_consumed(self) -> None:
+        """Raise ``AssertionError`` if a request failed or a turn was never served."""
+        _assert_consumed(self.label, self.errors, self.unconsumed, self.turns, self.model_calls)
+
+    def labelled(self) -> list[Failure]:
+        """The failures with the session named first (``session 'x': ...``), as the
+        server's final report lists them; the default session's are left as they are."""
+        prefix = "" if self.name is None else f"{self.label}: "
+        return [replace(f, title=prefix + f.title) for f in self.failures]
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as the server sends it (plain JSON values)."""
+        return {
+            "session": self.name,
+            "state": self.state,
+            "passed": self.passed,
+            "turns": self.turns,
+            "served": self.served,
+            "unconsumed": self.unconsumed,
+            "model_calls": self.model_calls,
+            "requests": self.requests,
+            "disconnects": self.disconnects,
+            "errors": list(self.errors),
+            "failures": [
+                {"title": f.title, "where": f.where, "detail": f.detail} for f in self.failures
+            ],
+            "report": self.render(),
+        }
+
+
+def render_failures(failures: Sequence[Failure]) -> str:
+    """Failures as the CLI prints them: a line each, its location and diff indented."""
+    lines = [f"- {f.title}" + "".join(f"\n  {x}" for x in f.explained.splitlines())
+             for f in failures]  # fmt: skip
+    return "\n".join(lines)
+
+
+class EndedSessions:
+    """What the server keeps of sessions that ended, bounded however many there were:
+    the report of every failing one (the first ``keep``; the rest are counted), the most
+    recent ``keep`` reports by name (``GET /s/{name}`` after the end), and totals."""
+
+    def __init__(self, keep: int = 1000) -> None:
+        self.keep = keep
+        self.count = 0
+        """Sessions ended."""
+        self.passed = 0
+        self.model_calls = 0
+        self.failing_dropped = 0
+        """Failing sessions whose reports were not kept (beyond ``keep``)."""
+        self._failing: list[SessionReport] = []
+        self._recent: OrderedDict[str | None, SessionReport] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, report: SessionReport) -> None:
+        with self._lock:
+            self.count += 1
+            self.model_calls += report.model_calls
+            if report.passed:
+                self.passed += 1
+            elif len(self._failing) < self.keep:
+                self._failing.append(report)
+            else:
+                self.failing_dropped += 1
+            self._recent.pop(report.name, None)
+            self._recent[report.name] = report
+            if len(self._recent) > self.keep:
+                self._recent.popitem(last=False)
+
+    def get(self, name: str | None) -> SessionReport | None:
+        """The report of the session last ended under ``name``, while it is kept."""
+        with self._lock:
+            return self._recent.get(name)
+
+    @property
+    def failing(self) -> list[SessionReport]:
+        """The failing sessions' reports kept, in the order they ended."""
+        with self._lock:
+            return list(self._failing)
