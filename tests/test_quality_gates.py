@@ -1,4 +1,5 @@
-"""The gates CI enforces, as tests: ruff lint and format, mypy strict on the engine."""
+"""The gates CI enforces, as tests: ruff lint and format, mypy strict on the engine and the
+harness."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def test_ruff_format_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_on_the_engine_is_clean() -> None:
-    result = _run(_tool("mypy"), "openprogram")
+def test_mypy_strict_on_the_engine_and_the_harness_is_clean() -> None:
+    result = _run(_tool("mypy"), "openprogram", "openprogram_sim")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from openprogram.errors import OpenProgramError
 from openprogram.events import ProviderEvent
-from openprogram.providers import Context, MessageBuilder, StreamOptions
+from openprogram.providers import Context, MessageBuilder, Provider, StreamOptions
 from openprogram.types import ErrorDetails
 from openprogram_sim.cassettes._cassette import Cassette
 from openprogram_sim.cassettes._match import DEFAULT_IGNORE, body_of
@@ -126,7 +126,7 @@ def scenario_cassette(scenario: Any, *, record_mode: str | None = "none") -> Cas
     )
 
 
-def scenario_provider(scenario: Any) -> Any:
+def scenario_provider(scenario: Any) -> Provider:
     """The provider for a scenario whose ``model:`` names a cassette: the real adapter
     replaying it (record mode ``none``). A cassette that cannot be used (missing, not
     readable) gives a provider whose every call fails with the reason, so the scenario
