@@ -83,7 +83,7 @@ def _hang(outcome: Any, records: Sequence[CallRecord], limit: float) -> Breach |
         "hangs",
         f"the run took {outcome.duration:.1f} s, over its time limit of {limit:g} s: "
         f"{slowest.describe()} took {slowest.seconds:.1f} s and blocked the event loop "
-        "(the run's time limit cannot stop a tool that does)",
+        "(the event loop's time limit cannot stop a tool that does)",
         slowest,
         blocked=True,
     )

@@ -46,6 +46,7 @@ import yaml
 
 from openprogram_sim.fuzz._rules import predict
 from openprogram_sim.scenario import Scenario
+from openprogram_sim.scenario._runner import _GRACE_SECONDS
 
 __all__ = [
     "NOT_JSON",
@@ -197,6 +198,25 @@ FIXED_RESULT = {"fixed": True}
 """What a tool stubbed as "fixed" returns when a contract regression file is tried on it."""
 
 
+_NOTES = {
+    "not_json": (
+        " The $regex matches text that is not one JSON value (the JSON grammar); text is not "
+        "JSON, so a fix that makes this call return text rather than data fails it too."
+    ),
+    "blocked": (
+        " The call blocked the event loop, so `timeout:` alone cannot stop it: "
+        "`openprogram-sim run` and the pytest plugin interrupt a tool still blocking it "
+        f"{_GRACE_SECONDS:g} s after `timeout:` (SIGALRM) and fail the run as timed out, "
+        "naming the tool (on POSIX, on the main thread, with SIGALRM not otherwise in use; "
+        "elsewhere the run waits for the tool: see openprogram's docs/limits.md)."
+    ),
+}
+
+
+def _note(breach: Any) -> str:
+    return "blocked" if breach.kind == "hangs" and breach.blocked else breach.kind
+
+
 def _call_entry(name: str, arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
         return {"name": name, "arguments": arguments}
@@ -220,7 +240,8 @@ def contract_document(
     Its expectations are the contract, not the failing run: exec returns the final answer
     and raises nothing, the call gets a result and the run stops (``escapes``); plus, for
     ``not_json``, the call's successful result is JSON text (:data:`NOT_JSON`), and for
-    ``hangs``, the run's ``timeout:`` is the campaign's limit."""
+    ``hangs``, the run's ``timeout:`` is the campaign's limit (a call that blocks the event
+    loop is interrupted by ``run_scenario``'s SIGALRM deadline, which the description says)."""
     call = breach.call
     name = call.tool
     data: dict[str, Any] = {
@@ -231,14 +252,7 @@ def contract_document(
             + f". The call that broke the tool contract ({breach.kind}), replayed alone:\n"
             + "\n".join(f"- {v}" for v in violations)
             + "\nThe expectations are the contract every tool keeps, not the failing run: a "
-            "tool that keeps it passes."
-            + (
-                " The $regex matches text that is not one JSON value (the JSON grammar); text "
-                "is not JSON, so a fix that makes this call return text rather than data "
-                "fails it too."
-                if breach.kind == "not_json"
-                else ""
-            )
+            "tool that keeps it passes." + _NOTES.get(_note(breach), "")
         ),
         "tags": ["regression", "fuzz", "contract"],
         **target.scenario_refs(),

@@ -6,7 +6,10 @@ without a timeout, a busy loop, a nested exec waiting on one) blocks the event l
 would enforce it. So the runs happen in a child process: the parent sends a scenario,
 waits at most the run's limit plus the runner's grace, and on silence kills the child,
 reporting the hang with the call that was running (the child keeps the innermost running
-call in a small marker file as calls start and end). The next run starts a new child.
+call in a small marker file as calls start and end). The next run starts a new child. The
+child keeps :func:`~openprogram_sim.scenario.run_scenario`'s SIGALRM deadline off (it
+ignores SIGALRM): the kill also stops what that deadline cannot interrupt (C code, a tool
+that swallows the interrupt), and names the call with its arguments.
 
 In the child, the user's tools are probed (:mod:`openprogram_sim.fuzz._probe`), each run
 goes through the real runner (:func:`~openprogram_sim.scenario.run_scenario`), and the
@@ -181,8 +184,8 @@ class Sandbox:
         if how == "did not end":
             message = (
                 f"the run did not end within its time limit of {limit:g} s (real time): "
-                f"{what} and blocked the event loop (the run's own limit could not stop "
-                "it); its process was killed"
+                f"{what} and blocked the event loop (the event loop's own limit could not "
+                "stop it); its process was killed"
             )
         else:
             message = f"the run {how} (exit code {exitcode}) while {what}"

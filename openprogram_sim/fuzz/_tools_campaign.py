@@ -16,9 +16,12 @@ A contract breach becomes a regression file that replays the one call that broke
 (:func:`~openprogram_sim.fuzz._regression.contract_document`), naming the tools by import
 path. It is kept only when it is right on both sides: run in the sandbox with that tool
 stubbed by one that keeps the contract, it passes (so a fix passes it); run as it is, it
-fails without blocking the event loop; and ``openprogram-sim run`` on the written file, in
-a real process with a time limit, fails (exit 1) against the code as it is. Otherwise
-:attr:`FuzzFailure.unexpressed` says why.
+fails (or blocks the event loop until the sandbox kills it); and ``openprogram-sim run`` on
+the written file, in a real process with a time limit, fails (exit 1) against the code as it
+is. A tool that blocks the event loop gets a file too: its ``timeout:`` is the campaign's
+limit, and ``openprogram-sim run`` interrupts the tool with its SIGALRM deadline (POSIX
+only, see :mod:`openprogram_sim.scenario._deadline`) and fails the run as timed out, naming
+it. Otherwise :attr:`FuzzFailure.unexpressed` says why.
 """
 
 from __future__ import annotations
@@ -57,12 +60,16 @@ from openprogram_sim.fuzz._schemas import valid_arguments
 from openprogram_sim.fuzz._stats import FuzzStats
 from openprogram_sim.fuzz._target import ToolTarget
 from openprogram_sim.fuzz._usergen import UserOptions, user_scenario_strategy
+from openprogram_sim.scenario._deadline import _POSIX as _DEADLINE
+from openprogram_sim.scenario._runner import _GRACE_SECONDS
 
 __all__ = ["reproduces_by_cli", "run_tool_campaign"]
 
 REPRODUCE_MARGIN = 20.0
 """Seconds ``openprogram-sim run`` on a regression file may take past the file's timeout
-(its start and imports) before the check gives up on it."""
+before the check gives up on it: its start and imports, and, for a tool that blocks the
+event loop, the 1 s grace after which the run's SIGALRM deadline interrupts it (and the
+second the run's tasks then get to end)."""
 
 BATCH = 4
 """Scenarios per Hypothesis example (its per-example bookkeeping costs about as much as
@@ -289,9 +296,11 @@ def _check_both_sides(
 ) -> tuple[str | None, bool]:
     """Why ``document`` is no regression file (None: it is one), and whether that is final
     (other arguments would not change it). Run in the sandbox, the file must pass with
-    ``tool`` stubbed by one that keeps the contract (a fix passes it), and fail as it is,
-    without blocking the event loop (``openprogram-sim run`` enforces the file's
-    ``timeout:`` on its event loop, so a file over a tool that blocks it would hang)."""
+    ``tool`` stubbed by one that keeps the contract (a fix passes it), and fail as it is.
+    Blocking the event loop until the sandbox kills it counts as failing where
+    ``openprogram-sim run`` has its SIGALRM deadline (POSIX), which interrupts the tool and
+    fails the run as timed out (:func:`reproduces_by_cli` then checks that it does); ending
+    the process does not."""
     fixed = fixed_variant(document, target, tool)
     if fixed is not None:  # no stub plays several nested runs: the real-process check decides
         report = sandbox.verdict(fixed)
@@ -300,11 +309,7 @@ def _check_both_sides(
             return f"the file would fail on a fixed {tool} too ({failures})", True
     report = sandbox.verdict(document)
     if report.killed:
-        return (
-            f"{tool} blocks the event loop, and `openprogram-sim run` enforces a file's "
-            "`timeout:` on its event loop, so a file replaying the call would hang rather "
-            "than fail"
-        ), True
+        return _killed_problem(report, tool), True
     if report.passed:
         return (
             "replayed alone, the call passes the file: the text the model is sent for its "
@@ -312,6 +317,22 @@ def _check_both_sides(
             "the calls before it"
         ), False
     return None, False
+
+
+def _killed_problem(report: RunReport, tool: str) -> str | None:
+    """Why a replay the sandbox had to kill makes no file (None: it makes one)."""
+    if not any(b.kind == "hangs" for b in report.breaches):  # it ended the process
+        return (
+            f"replayed alone, the call ends the process that runs it ({report.violations[0]}), "
+            "so a file replaying it would end `openprogram-sim run` or pytest rather than fail"
+        )
+    if not _DEADLINE:
+        return (
+            f"{tool} blocks the event loop, and without SIGALRM (this is not a POSIX system) "
+            "`openprogram-sim run` keeps a file's `timeout:` on its event loop alone, which "
+            "cannot stop such a tool, so a file replaying the call would hang rather than fail"
+        )
+    return None
 
 
 def reproduces_by_cli(
@@ -327,12 +348,24 @@ def reproduces_by_cli(
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=wait)
     except subprocess.TimeoutExpired:
-        return False, (
-            f"`openprogram-sim run` did not finish on it within {math.ceil(wait)} s: the "
-            "tool blocks the event loop, so the run's timeout cannot stop it (a file would "
-            "hang rather than fail)"
-        )
+        return False, _held(wait)
     if done.returncode == 1:
         return True, "it fails"
     tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
     return False, f"`openprogram-sim run` exits {done.returncode} on it ({tail[0]})"
+
+
+def _held(wait: float) -> str:
+    """Why a run of a regression file outlived the check's ``wait``."""
+    head = f"`openprogram-sim run` did not finish on it within {math.ceil(wait)} s: "
+    if not _DEADLINE:
+        return head + (
+            "without SIGALRM (this is not a POSIX system) the run's `timeout:` cannot stop a "
+            "tool that blocks the event loop, so a file would hang rather than fail"
+        )
+    return head + (
+        "something held it past the file's `timeout:` that the run's SIGALRM deadline "
+        f"({_GRACE_SECONDS:g} s later) could not interrupt either (C code that does not return "
+        "to Python, a tool that catches BaseException and goes on blocking; "
+        "see openprogram's docs/limits.md), so a file would hang rather than fail"
+    )

@@ -2,13 +2,15 @@
 processes in a copy of ``examples/weather_agent``, with bugs planted in the copy's tools.
 
 Each planted bug is found within a bounded, seeded campaign; the regression file names the
-tools by import path, and ``openprogram-sim run`` on it exits 1 while the bug is there and
-0 once the copy's tools are restored (the fix). The example as it is breaks nothing.
+tools by import path, and ``openprogram-sim run`` on it exits 1 while the bug is there (a
+tool that blocks the event loop included: the run's deadline interrupts it) and 0 once the
+copy's tools are restored (the fix). The example as it is breaks nothing.
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -126,23 +128,41 @@ def test_a_tool_that_never_answers(tmp_path: Path) -> None:
     assert fixed.returncode == 0, fixed.stdout
 
 
-def test_a_tool_that_blocks_the_event_loop_is_found_but_no_file_can_hold_it(
-    tmp_path: Path,
-) -> None:
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the run's deadline needs SIGALRM")
+def test_a_tool_that_blocks_the_event_loop(tmp_path: Path) -> None:
     copy = _copy(tmp_path)
-    _plant(
+    original = _plant(
         copy,
         ("import os\n", "import os\nimport time\n"),
-        ('raise ValueError(f"no weather station in {city!r}")', "time.sleep(3600)"),
+        (
+            'raise ValueError(f"no weather station in {city!r}")',
+            "time.sleep(3600)  # the station's socket has no timeout",
+        ),
     )
     start = time.perf_counter()
     found = _sim(*README_COMMAND[1:], "--timeout", "1", cwd=copy)
     assert time.perf_counter() - start < 60  # the campaign does not hang with the tool
     assert found.returncode == 1, found.stdout + found.stderr
     assert "blocked the event loop" in found.stdout and "its process was killed" in found.stdout
-    assert "no regression scenario written" in found.stdout
-    assert "a file replaying the call would hang rather than fail" in found.stdout
-    assert _regressions(copy) == []
+    assert "get_weather(" in found.stdout
+    [path] = _regressions(copy)
+    assert f"regression scenario written: {path.relative_to(copy)} (reproduces it)" in found.stdout
+    doc = yaml.safe_load(path.read_text())
+    assert doc["registry"] == "weather_agent.tools:registry" and doc["timeout"] == 1.0
+    assert doc["model"][0]["tool_calls"] == [{"get_weather": {"city": ""}}]  # simplest args
+    assert "SIGALRM" in doc["description"]
+
+    start = time.perf_counter()
+    failing = _sim("run", str(path.relative_to(copy)), cwd=copy)
+    assert time.perf_counter() - start < 15  # interrupted 1 s after the timeout, not 3600 s
+    assert failing.returncode == 1, failing.stdout
+    assert (
+        "did not finish within its timeout of 1 s (real time): tool 'get_weather' blocked the "
+        "event loop and was interrupted"
+    ) in failing.stdout
+    _fix(copy, original)
+    fixed = _sim("run", str(path.relative_to(copy)), cwd=copy)
+    assert fixed.returncode == 0, fixed.stdout
 
 
 @pytest.mark.parametrize("where", ["in the project", "elsewhere, with --pythonpath"])

@@ -1,11 +1,16 @@
 """The tool contract, checked on runs of real tools in the sandbox process: a value JSON
 cannot encode, an exception that leaves exec, a tool that hangs (awaiting forever, or
-blocking the event loop, which only killing the process stops), each named with the call
-that broke it; tools that raise ordinary exceptions keep the contract."""
+blocking the event loop, which in the sandbox only killing the process stops), each named
+with the call that broke it; tools that raise ordinary exceptions keep the contract. A tool
+that blocks the event loop still gets a regression file, which ``openprogram-sim run`` fails
+in time (its SIGALRM deadline); one that ends its process gets none."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 import uuid
@@ -14,10 +19,11 @@ from typing import Any
 
 import pytest
 import regex
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram_sim.fuzz import ToolTarget
+from openprogram_sim.fuzz import FuzzFailure, ToolTarget, _tools_campaign
 from openprogram_sim.fuzz._regression import NOT_JSON
 from openprogram_sim.fuzz._sandbox import Sandbox
 
@@ -56,6 +62,19 @@ def nap(seconds: float) -> str:
     """
     time.sleep(seconds)
     return "awake"
+
+@function(registry=registry)
+def stubborn(x: int) -> str:
+    """Blocks the event loop and swallows every interrupt.
+
+    Args:
+        x: A number.
+    """
+    while True:
+        try:
+            time.sleep(600)
+        except BaseException:
+            pass
 
 @function(registry=registry)
 async def wait_forever(x: int) -> str:
@@ -162,7 +181,7 @@ def test_a_tool_that_awaits_forever_is_stopped_by_the_run_s_limit(sandbox: Any) 
 
 
 def test_a_tool_that_blocks_the_event_loop_is_killed_and_named(sandbox: Any) -> None:
-    starts = sandbox.starts
+    starts = sandbox.start().starts  # started (when this test runs alone, it was not yet)
     report = _run(sandbox, {"ok": {"x": 1}}, {"nap": {"seconds": 600}}, timeout=0.5)
     assert report.killed
     [breach] = report.breaches
@@ -186,6 +205,89 @@ def test_a_tool_that_ends_its_process_is_reported(sandbox: Any) -> None:
     report = _run(sandbox, {"vanish": {"code": 7}})
     assert report.killed
     assert "ended its process (exit code 7) while vanish" in report.violations[0]
+
+
+# --------------------------------------------------------------------------- regression files
+
+
+def _failure(sandbox: Any, kind: str, tool: str, args: dict[str, Any]) -> FuzzFailure:
+    """A campaign's failure for one call, as the sandbox reported it when it had to kill the
+    run (a hang that blocked the event loop, or a tool that ended the process)."""
+    report = _run(sandbox, {tool: args}, timeout=0.5)
+    assert report.killed
+    [breach] = report.breaches
+    assert (breach.kind, breach.call.tool, breach.call.args) == (kind, tool, args)
+    return FuzzFailure({}, report.violations, report.trace, 0, 0, 0, breach=breach)
+
+
+def _run_file(path: Path, target: ToolTarget) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "openprogram_sim.cli", "run", str(path)]
+    command += [a for folder in target.pythonpath for a in ("--pythonpath", folder)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the run's deadline needs SIGALRM")
+def test_a_tool_that_blocks_the_event_loop_gets_a_file_that_run_fails_in_time(
+    sandbox: Any, tmp_path: Path
+) -> None:
+    failure = _failure(sandbox, "hangs", "nap", {"seconds": 600})
+    _tools_campaign._write(failure, sandbox.target, tmp_path, 0, 0.5)
+    assert failure.unexpressed is None, failure.unexpressed
+    assert failure.reproduced is True and failure.path is not None
+    assert list(tmp_path.iterdir()) == [failure.path]
+    doc = yaml.safe_load(failure.path.read_text())
+    assert doc["timeout"] == 0.5 and doc["model"][0]["tool_calls"] == [{"nap": {"seconds": 600}}]
+    assert "interrupt a tool still blocking it 1 s after `timeout:` (SIGALRM)" in doc["description"]
+
+    start = time.perf_counter()
+    done = _run_file(failure.path, sandbox.target)
+    assert time.perf_counter() - start < 15  # the deadline fired: no 600 s nap
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "did not finish within its timeout of 0.5 s (real time): tool 'nap' blocked the event "
+        "loop and was interrupted"
+    ) in done.stdout
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the run's deadline needs SIGALRM")
+def test_a_tool_that_swallows_the_deadline_s_interrupt_gets_no_file(
+    sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tools_campaign, "REPRODUCE_MARGIN", 3.0)  # not the 20 s it is
+    failure = _failure(sandbox, "hangs", "stubborn", {"x": 0})
+    _tools_campaign._write(failure, sandbox.target, tmp_path, 0, 0.5)
+    assert failure.path is None and failure.reproduced is False and not list(tmp_path.iterdir())
+    assert failure.unexpressed is not None
+    assert failure.unexpressed.startswith(
+        "the regression file would not reproduce it: `openprogram-sim run` did not finish on "
+        "it within 4 s: something held it past the file's `timeout:` that the run's SIGALRM "
+        "deadline (1 s later) could not interrupt either"
+    )
+    assert "a tool that catches BaseException and goes on blocking" in failure.unexpressed
+
+
+def test_without_sigalrm_no_file_can_hold_a_tool_that_blocks_the_event_loop(
+    sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_tools_campaign, "_DEADLINE", False)  # as on a system without SIGALRM
+    failure = _failure(sandbox, "hangs", "nap", {"seconds": 600})
+    _tools_campaign._write(failure, sandbox.target, tmp_path, 0, 0.5)
+    assert failure.path is None and not list(tmp_path.iterdir())
+    assert failure.unexpressed == (
+        "nap blocks the event loop, and without SIGALRM (this is not a POSIX system) "
+        "`openprogram-sim run` keeps a file's `timeout:` on its event loop alone, which cannot "
+        "stop such a tool, so a file replaying the call would hang rather than fail"
+    )
+
+
+def test_a_tool_that_ends_its_process_gets_no_file(sandbox: Any, tmp_path: Path) -> None:
+    failure = _failure(sandbox, "escapes", "vanish", {"code": 1})
+    _tools_campaign._write(failure, sandbox.target, tmp_path, 0, 0.5)
+    assert failure.path is None and not list(tmp_path.iterdir())
+    assert failure.unexpressed is not None
+    assert failure.unexpressed.startswith("replayed alone, the call ends the process that runs it")
+    assert "ended its process (exit code 1) while vanish" in failure.unexpressed
+    assert "would end `openprogram-sim run` or pytest rather than fail" in failure.unexpressed
 
 
 # --------------------------------------------------------------------------- NOT_JSON
