@@ -244,3 +244,25 @@ def test_off_the_main_thread_the_run_keeps_today_s_limit(project: Path) -> None:
     ends = [e for e in outcome.trace if e["type"] == "tool_execution_end"]
     assert [e["result"] for e in ends] == ["woke"] and outcome.blocked is None
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+
+
+def test_the_timer_is_armed_only_for_runs_of_the_users_code(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Simulated tools and the scripted model never block the loop: their runs skip the
+    timer (its cost shows in scenarios per second); a python: tool's run gets it."""
+    from openprogram_sim.scenario import _deadline
+
+    armed: list[float] = []
+    arm = _deadline.Deadline.arm.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type, seconds: float, trace: list) -> object:
+        armed.append(seconds)
+        return arm(cls, seconds, trace)
+
+    monkeypatch.setattr(_deadline.Deadline, "arm", classmethod(counting))
+    assert check_outcome(run_scenario(load_scenario(write(project, "fine.yaml")))).passed
+    assert armed == []
+    quick = write(project, "quick.yaml", "nap", **{"{nap: {}}": "{nap: {seconds: 0}}"})
+    assert check_outcome(run_scenario(load_scenario(quick))).passed
+    assert armed == [1.5]  # its timeout: 0.5, and the grace
