@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -31,9 +30,15 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from openprogram_sim.errors import WireEncodeError
+from openprogram_sim.wire._delivering import (
+    ClientGone,
+    Delivering,
+    read_body,
+    send_whole,
+)
 from openprogram_sim.wire._encode import TurnLike
 from openprogram_sim.wire._errors import error_response
-from openprogram_sim.wire._faults import Delivery, Step, WireFault, deliver, split_turn
+from openprogram_sim.wire._faults import Delivery, WireFault, deliver, split_turn
 from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, _json
 from openprogram_sim.wire._scripted import mask_headers, mask_url
 from openprogram_sim.wire._session import EndedSessions, Session, SessionReport, SessionState
@@ -61,21 +66,6 @@ _REQUIRED = {
     "gemini": ("contents", (list,)),
     "bedrock": ("messages", (list,)),
 }
-
-
-class _Cut(Exception):
-    """Raised to drop a connection mid-response on purpose (a scripted fault). The server
-    closes the socket; :class:`_QuietCuts` keeps it out of the server's error log."""
-
-
-class _QuietCuts(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, _Cut)
-
-
-QUIET_CUTS = _QuietCuts()
-"""Install on the ``uvicorn.error`` logger: deliberate cuts are not server errors."""
 
 
 class WireApp:
@@ -258,8 +248,8 @@ class WireApp:
 
     async def _not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _read_body(receive)
-        except _ClientGone:
+            await read_body(receive)
+        except ClientGone:
             return
         path = scope.get("path", "")
         message = (
@@ -283,8 +273,8 @@ class _SessionRoute:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _read_body(receive)
-        except _ClientGone:
+            await read_body(receive)
+        except ClientGone:
             return
         app = self.app
         name = scope["path_params"]["session"]
@@ -310,7 +300,7 @@ class _SessionRoute:
 
 async def _send_json(send: Send, status: int, body: Any) -> None:
     response = WireResponse(status, {"content-type": JSON_TYPE}, [_json(body).encode()])
-    await _send_whole(send, response)
+    await send_whole(send, response)
 
 
 def _routes(app: WireApp) -> list[BaseRoute]:
@@ -353,36 +343,7 @@ class _Models:
                      "owned_by": "openprogram-sim"}  # fmt: skip
             body = {"object": "list", "data": [model]}
         response = WireResponse(200, {"content-type": JSON_TYPE}, [_json(body).encode()])
-        await _send_whole(send, response)
-
-
-class _ClientGone(Exception):
-    """The client disconnected before its request body arrived."""
-
-
-async def _read_body(receive: Receive) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _ClientGone
-        parts.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(parts)
-
-
-def _headers(response: WireResponse, length: int | None) -> list[tuple[bytes, bytes]]:
-    headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
-    if length is not None:
-        headers.append((b"content-length", str(length).encode()))
-    return headers
-
-
-async def _send_whole(send: Send, response: WireResponse) -> None:
-    body = response.body
-    start = {"type": "http.response.start", "status": response.status}
-    await send({**start, "headers": _headers(response, len(body))})
-    await send({"type": "http.response.body", "body": body})
+        await send_whole(send, response)
 
 
 class _ModelCall:
@@ -395,17 +356,17 @@ class _ModelCall:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            raw = await _read_body(receive)
-        except _ClientGone:
+            raw = await read_body(receive)
+        except ClientGone:
             return
         params = scope.get("path_params", {})
         session = self.app.enter(params.get("session"))
         if session is None:
-            await _send_whole(send, self._refusal(params["session"]))
+            await send_whole(send, self._refusal(params["session"]))
             return
         try:
             delivery = self._answer(scope, raw, session, params)
-            await _Delivering(delivery, receive, send, self.app.stopping(), session).run()
+            await Delivering(delivery, receive, send, self.app.stopping(), session).run()
         finally:
             self.app.leave(session)
 
@@ -501,83 +462,3 @@ def _malformed(api: str, body: Any) -> str | None:
         wanted = " or ".join("an array" if k is list else "a string" for k in kinds)
         return f"the request body's {key!r} must be {wanted}"
     return None
-
-
-class _Delivering:
-    """One response on the wire: the wait before the first byte, the chunks with their
-    pauses, then the end, a cut or a hold. Waits end early when the client leaves (no
-    error: a client may give up) or the server stops (the connection is dropped)."""
-
-    def __init__(
-        self,
-        delivery: Delivery,
-        receive: Receive,
-        send: Send,
-        stopping: asyncio.Event,
-        session: Session,
-    ) -> None:
-        self.d = delivery
-        self.receive = receive
-        self.send = send
-        self.stopping = stopping
-        self.session = session
-        self._watch: asyncio.Future[str] | None = None
-
-    async def run(self) -> None:
-        try:
-            await self._run()
-        finally:
-            if self._watch is not None:
-                self._watch.cancel()
-
-    async def _run(self) -> None:
-        d, response = self.d, self.d.response
-        for step in d.steps():
-            if isinstance(step, list):
-                # A step's chunks in one write, as a server writes a reply that is ready
-                # (the client reads the same bytes; with `interval`, each chunk is a step).
-                await self._write(b"".join(step))
-            elif step is Step.HEAD:
-                length = len(response.body) if d.whole else None
-                start = {"type": "http.response.start", "status": response.status}
-                await self.send({**start, "headers": _headers(response, length)})
-            elif step is Step.END:
-                await self.send({"type": "http.response.body", "body": b""})
-            elif step is Step.CUT:
-                raise _Cut
-            elif step is Step.HOLD:
-                await self._hold()
-                return
-            elif await self._pause(step):
-                return
-
-    async def _write(self, data: bytes) -> None:
-        await self.send({"type": "http.response.body", "body": data, "more_body": True})
-
-    async def _hold(self) -> None:
-        if await self._pause(None) and self._watch is not None and self._watch.result() == "stop":
-            raise _Cut
-
-    async def _pause(self, seconds: float | None) -> bool:
-        """Wait ``seconds`` (``None``: until something happens); True when the client
-        left or the server is stopping (the delivery should end)."""
-        if self._watch is None:
-            self._watch = asyncio.ensure_future(self._gone())
-        done, _ = await asyncio.wait({self._watch}, timeout=seconds)
-        if done and self._watch.result() == "client":
-            self.session.disconnects += 1
-        return bool(done)
-
-    async def _gone(self) -> str:
-        client = asyncio.ensure_future(self._disconnect())
-        stop = asyncio.ensure_future(self.stopping.wait())
-        try:
-            done, _ = await asyncio.wait({client, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            client.cancel()
-            stop.cancel()
-        return "client" if client in done else "stop"
-
-    async def _disconnect(self) -> None:
-        while (await self.receive())["type"] != "http.disconnect":
-            pass

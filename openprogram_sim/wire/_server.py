@@ -13,12 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from openprogram_sim.wire._app import (
-    DEFAULT_MAX_SESSIONS,
-    DEFAULT_SESSION_TTL,
-    QUIET_CUTS,
-    WireApp,
-)
+from openprogram_sim.wire._app import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, WireApp
+from openprogram_sim.wire._delivering import QUIET_CUTS
 from openprogram_sim.wire._encode import TurnLike
 from openprogram_sim.wire._faults import WireFault, scenario_script
 from openprogram_sim.wire._scripted import WireRequest
