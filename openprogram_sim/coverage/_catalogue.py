@@ -124,8 +124,9 @@ CATALOGUE: tuple[Behaviour, ...] = (
         title="a tool that raises gets an is_error result with the exception text",
         source="Seed",
         quote="tool.execute(...) raises → caught; the exception text becomes an is_error result",
-        exercised="a tool_execution_end with is_error for an offered tool with valid arguments "
-        "whose body raised (raises:, a nested exec that raised, or the user's code)",
+        exercised="a tool_execution_end with is_error and `error_kind: raised`: an offered tool "
+        "with valid arguments whose body raised (raises:, a nested exec that raised, or the "
+        "user's code)",
         asserted="an expected tool_execution_end on that call naming is_error or result",
     ),
     _b(
