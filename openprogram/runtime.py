@@ -336,24 +336,24 @@ class Runtime:
         when it is aborted. Inside a running event loop (a tool body) the nested loop runs
         in a worker thread, with the context variables copied.
         """
-        args = _ExecArgs(
-            content=content,
-            tools=tools,
-            toolset=toolset,
-            tools_source=tools_source,
-            tools_allow=tools_allow,
-            tools_deny=tools_deny,
-            tool_choice=tool_choice,
-            parallel_tool_calls=parallel_tool_calls,
-            max_iterations=max_iterations,
-            choices=choices,
+        # asked for here (as aexec does), so an abort from now on reaches it
+        run = self.aexec(
+            content,
+            tools,
+            toolset,
+            tools_source,
+            tools_allow,
+            tools_deny,
+            tool_choice,
+            parallel_tool_calls,
+            max_iterations,
+            choices,
             history=history,
         )
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._start(args))
-        run = self._start(args)  # asked for here, so an abort from now on reaches it
+            return asyncio.run(run)
         return _run_in_thread(lambda: asyncio.run(run))
 
     def aexec(

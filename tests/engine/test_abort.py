@@ -433,6 +433,9 @@ def test_abort_while_a_tool_awaits_answers_it_and_the_rest() -> None:
         ("wait", "Cancelled", True, False),  # it ran: not a skip
         ("noop", ABORTED_TEXT, True, True),
     ]
+    ends = [e["error_kind"] for e in rec.trace if e["type"] == "tool_execution_end"]
+    assert ends == ["cancelled", "skipped"]
+    assert not agent.state.pending_tool_calls
 
 
 def test_steering_taken_by_a_round_that_is_then_aborted_stays_queued() -> None:
