@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeAlias
 
 from openprogram.events import ProviderEvent
 from openprogram.providers._errors import details_for_codes
-from openprogram.providers._eventstream import (
+from openprogram.providers.eventstream import (
     EventStreamDecoder,
     EventStreamError,
     EventStreamMessage,

@@ -4,7 +4,7 @@ Wire facts this module relies on (see ``docs/providers.md``):
 
 * ``POST /model/{modelId}/converse`` answers one JSON body; ``/converse-stream`` answers the
   binary AWS event-stream framing (``application/vnd.amazon.eventstream``), decoded by
-  :mod:`openprogram.providers._eventstream`. Both go through one event handler: a whole
+  :mod:`openprogram.providers.eventstream`. Both go through one event handler: a whole
   Converse body is replayed as the stream events it stands for.
 * Auth is ``Authorization: Bearer`` with a Bedrock API key (``AWS_BEARER_TOKEN_BEDROCK``),
   else SigV4 signed by botocore (the optional ``aws`` extra) with the usual credential chain.

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from openprogram.providers._eventstream import (
+from openprogram.providers.eventstream import (
     EventStreamDecoder,
     EventStreamError,
     encode_message,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openprogram.providers._eventstream import EventStreamDecoder, EventStreamError, encode_message
+from openprogram.providers.eventstream import EventStreamDecoder, EventStreamError, encode_message
 from openprogram_sim.cassettes._format import EXTRA, body_kind, split_events
 from openprogram_sim.cassettes._secrets import Scrubber
 from openprogram_sim.cassettes._stitch import stitched

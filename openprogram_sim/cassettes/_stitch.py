@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from openprogram.providers._eventstream import EventStreamDecoder, EventStreamError, encode_message
+from openprogram.providers.eventstream import EventStreamDecoder, EventStreamError, encode_message
 from openprogram_sim.cassettes._secrets import Scrubber
 
 __all__ = ["stitched"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openprogram.providers._eventstream import encode_message
+from openprogram.providers.eventstream import encode_message
 from openprogram.types import Usage
 from openprogram_sim.wire._errors import _kind
 from openprogram_sim.wire._plan import (

@@ -14,7 +14,7 @@ import vcr
 import yaml
 from cassette_support import MODELS, record, session, set_secrets
 
-from openprogram.providers._eventstream import encode_message
+from openprogram.providers.eventstream import encode_message
 from openprogram_sim.cassettes import SERIALIZER, Cassette, CassetteFormatError
 from openprogram_sim.cassettes._format import EXTRA
 from openprogram_sim.wire import serve

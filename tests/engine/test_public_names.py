@@ -37,6 +37,9 @@ PUBLIC: dict[str, list[str]] = {
         "check_tool_choice", "get_provider", "parse_arguments", "parse_response",
         "provider_names", "register_provider", "tool_choice_fields",
     ],
+    "openprogram.providers.eventstream": [
+        "EventStreamDecoder", "EventStreamError", "EventStreamMessage", "encode_message",
+    ],
     "openprogram.tools": [
         "LAYERS", "SEARCH_TOOL_NAME", "ArgumentValidator", "ArgumentsError", "Dropped",
         "FunctionTool", "Selection", "Tool", "ToolGates", "ToolPolicy", "ToolRegistry",

@@ -22,7 +22,7 @@ import httpx2
 import pytest
 
 from openprogram.events import ProviderEvent
-from openprogram.providers._eventstream import encode_message
+from openprogram.providers.eventstream import encode_message
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.types import AssistantMessage, UserMessage
 

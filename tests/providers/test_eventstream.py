@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.providers._eventstream import (
+from openprogram.providers.eventstream import (
     EventStreamDecoder,
     EventStreamError,
     EventStreamMessage,

@@ -74,7 +74,7 @@ def test_a_corrupt_chunk_is_unparseable_in_each_framing() -> None:
 
 
 def test_a_corrupt_event_stream_frame_fails_its_checksum() -> None:
-    from openprogram.providers._eventstream import EventStreamDecoder, EventStreamError
+    from openprogram.providers.eventstream import EventStreamDecoder, EventStreamError
 
     with serve([{"text": TEXT, "wire": {"corrupt_chunk": 2}}]) as server:
         reply = httpx2.post(

@@ -12,7 +12,7 @@ from wire_support import make_provider, one_call
 
 from openprogram import Runtime, ToolRegistry
 from openprogram.errors import ModelError
-from openprogram.providers._eventstream import EventStreamDecoder
+from openprogram.providers.eventstream import EventStreamDecoder
 from openprogram_sim.wire import (
     APIS,
     ScriptedWire,

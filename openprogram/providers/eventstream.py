@@ -1,7 +1,9 @@
-"""Incremental decoder (and a small encoder) for the AWS binary event-stream framing.
+"""The AWS binary event-stream framing: an incremental decoder and a small encoder.
 
-Bedrock ConverseStream answers with ``application/vnd.amazon.eventstream``, not SSE. Each
-message on the wire is::
+Bedrock ConverseStream answers with ``application/vnd.amazon.eventstream``, not SSE. The
+Bedrock adapter reads its replies with :class:`EventStreamDecoder`; anything that records,
+rewrites or serves Bedrock traffic (the harness's cassettes and wire simulator) decodes and
+encodes frames with the same code. Each message on the wire is::
 
     prelude   total length (u32) | headers length (u32) | CRC32 of those 8 bytes (u32)
     headers   repeated: name length (u8) | name | value type (u8) | value
