@@ -9,13 +9,13 @@ from typing import Any, Literal, TypeAlias
 
 from openprogram.events import ProviderEvent
 from openprogram.providers._errors import details_for_codes
+from openprogram.providers._parsing import WireParser, to_int
+from openprogram.providers.builder import MessageBuilder
 from openprogram.providers.eventstream import (
     EventStreamDecoder,
     EventStreamError,
     EventStreamMessage,
 )
-from openprogram.providers._parsing import WireParser, to_int
-from openprogram.providers.builder import MessageBuilder
 from openprogram.types import ErrorDetails, ThinkingContent, Usage
 
 __all__ = ["EVENT_STREAM", "LABEL", "BedrockParser"]

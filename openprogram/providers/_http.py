@@ -1,9 +1,10 @@
 """What every HTTP adapter shares: keys, error text, cancellation and the request cycle.
 
-:class:`HTTPProvider` is the base of the wire adapters. A subclass says where to send
-(:meth:`~HTTPProvider.endpoint`), how to authenticate (:meth:`~HTTPProvider.auth_headers`),
-what to send (:meth:`~HTTPProvider.request_body`) and how to read the answer
-(:meth:`~HTTPProvider.parser`); the base does the rest: one POST through an
+:class:`HTTPProvider` is the base of the wire adapters. A subclass states only what differs
+between the APIs: where to send (:meth:`~HTTPProvider.endpoint`), how to authenticate
+(:meth:`~HTTPProvider.auth_headers`), how a call maps to a request body
+(:attr:`~HTTPProvider.request_mapping`) and which parser reads the answer
+(:attr:`~HTTPProvider.parser_class`); the base does the rest: one POST through an
 ``httpx2.AsyncClient`` (injected or owned), HTTP errors and transport failures turned into an
 ``error`` event, and ``options.cancel`` turned into an ``aborted`` one.
 
@@ -23,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx2
 
@@ -38,7 +39,7 @@ from openprogram.providers._errors import (
     http_error,
     transport_details,
 )
-from openprogram.providers._parsing import WireParser
+from openprogram.providers._parsing import WireParser, parse_body
 from openprogram.providers.base import Context, StreamOptions
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
@@ -54,6 +55,7 @@ from openprogram.types import (
 
 __all__ = [
     "HTTPProvider",
+    "RequestMapping",
     "resolve_api_key",
     "sendable_messages",
     "tool_call_text",
@@ -151,6 +153,21 @@ def tool_result_text(message: ToolResultMessage) -> str:
     """A past tool result as text (see :func:`tool_call_text`)."""
     flag = " (error)" if message.is_error else ""
     return f"[result of tool {message.tool_name} (id {message.tool_call_id}){flag}: {message.text}]"
+
+
+class RequestMapping(Protocol):
+    """An adapter's ``build_request``: the JSON body of one call (``max_tokens`` is the
+    limit to send, already resolved against the provider's default)."""
+
+    def __call__(
+        self,
+        context: Context,
+        options: StreamOptions,
+        *,
+        model: str,
+        stream: bool,
+        max_tokens: int | None,
+    ) -> dict[str, Any]: ...
 
 
 class _Racer:
@@ -260,6 +277,11 @@ class HTTPProvider(ABC):
 
     api: ClassVar[str] = ""
     label: ClassVar[str] = ""
+    request_mapping: ClassVar[RequestMapping]
+    """The API's request shape (the adapter module's ``build_request``, as a
+    ``staticmethod``)."""
+    parser_class: ClassVar[type[WireParser]]
+    """The API's response parser: one instance reads one body (SSE, JSON or event-stream)."""
     env_vars: ClassVar[tuple[str, ...]] = ()
     default_base_url: ClassVar[str] = ""
     key_argument: ClassVar[str] = "api_key"
@@ -310,14 +332,6 @@ class HTTPProvider(ABC):
     def auth_headers(self, api_key: str) -> dict[str, str]:
         """The headers that carry ``api_key``."""
 
-    @abstractmethod
-    def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
-        """The JSON body for one call."""
-
-    @abstractmethod
-    def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
-        """A fresh parser for one response body."""
-
     def api_headers(self) -> dict[str, str]:
         """Headers the API needs on every request, with or without a key (e.g. a version)."""
         return {}
@@ -328,6 +342,33 @@ class HTTPProvider(ABC):
 
     def effective_max_tokens(self, options: StreamOptions) -> int | None:
         return options.max_tokens if options.max_tokens is not None else self.max_tokens
+
+    # -- what the base derives from them -------------------------------------------------
+
+    def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
+        """The JSON body for one call, as :attr:`request_mapping` shapes it."""
+        return self.request_mapping(
+            context,
+            options,
+            model=self.model_id,
+            stream=self.streaming,
+            max_tokens=self.effective_max_tokens(options),
+        )
+
+    def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
+        """A fresh :attr:`parser_class` for one response body."""
+        return self.parser_class(builder, content_type)
+
+    @classmethod
+    def parse_response(
+        cls, body: bytes | str, *, content_type: str, status: int = 200
+    ) -> AssistantMessage:
+        """A whole recorded response of this API (a JSON body, a whole SSE or event-stream
+        body, or an error body when ``status`` is outside 2xx) as an
+        :class:`~openprogram.types.AssistantMessage`, read by the parser the live adapter
+        streams through."""
+        parser = cls.parser_class(MessageBuilder(api=cls.api, model=""), content_type)
+        return parse_body(parser, body, status=status)
 
     # -- the request cycle ---------------------------------------------------------------
 

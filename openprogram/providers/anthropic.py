@@ -24,7 +24,7 @@ from openprogram.providers._http import (
     tool_result_text,
     user_content,
 )
-from openprogram.providers._parsing import WireParser, parse_body, to_int
+from openprogram.providers._parsing import WireParser, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder
@@ -328,19 +328,14 @@ class _Parser(WireParser):
             self._block_stop(index)
 
 
-def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -> AssistantMessage:
-    """A recorded ``/v1/messages`` response (JSON, SSE or an error body) as an
-    :class:`~openprogram.types.AssistantMessage`."""
-    parser = _Parser(MessageBuilder(api=API, model=""), content_type)
-    return parse_body(parser, body, status=status)
-
-
 class AnthropicProvider(HTTPProvider):
     """Anthropic Messages over httpx2. Key: ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
     base URL default ``https://api.anthropic.com/v1``."""
 
     api = API
     label = _LABEL
+    request_mapping = staticmethod(build_request)
+    parser_class = _Parser
     env_vars = ("ANTHROPIC_API_KEY",)
     default_base_url = "https://api.anthropic.com/v1"
 
@@ -353,14 +348,7 @@ class AnthropicProvider(HTTPProvider):
     def auth_headers(self, api_key: str) -> dict[str, str]:
         return {"x-api-key": api_key}
 
-    def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
-        return build_request(
-            context,
-            options,
-            model=self.model_id,
-            stream=self.streaming,
-            max_tokens=self.effective_max_tokens(options),
-        )
 
-    def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
-        return _Parser(builder, content_type)
+parse_response = AnthropicProvider.parse_response
+"""A recorded ``/v1/messages`` response (JSON, SSE or an error body) as an
+:class:`~openprogram.types.AssistantMessage`."""

@@ -37,9 +37,7 @@ from openprogram.providers._http import (
     tool_result_text,
     user_content,
 )
-from openprogram.providers._parsing import WireParser, parse_body
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
-from openprogram.providers.builder import MessageBuilder
 from openprogram.types import (
     AnyMessage,
     AssistantMessage,
@@ -199,19 +197,6 @@ def _tool_result_block(message: ToolResultMessage, as_text: bool) -> dict[str, A
 # --------------------------------------------------------------------------- response
 
 
-def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -> AssistantMessage:
-    """The normalized assistant message for a whole recorded response body: a Converse JSON
-    body, a whole ConverseStream event-stream body (bytes), or an error body.
-
-    >>> parse_response('{"message": "The provided model identifier is invalid."}',
-    ...                content_type="application/json", status=400).error_message
-    'Bedrock API error: HTTP 400: The provided model identifier is invalid.'
-    """
-    builder = MessageBuilder(api=API, model="")
-    parser = BedrockParser(builder, content_type)
-    return parse_body(parser, body, status=status)
-
-
 # --------------------------------------------------------------------------- provider
 
 
@@ -238,6 +223,8 @@ class BedrockProvider(HTTPProvider):
 
     api = API
     label = _LABEL
+    request_mapping = staticmethod(build_request)
+    parser_class = BedrockParser
     env_vars = (TOKEN_ENV_VAR,)
     key_argument = "bearer_token"
 
@@ -278,18 +265,6 @@ class BedrockProvider(HTTPProvider):
     def auth_headers(self, api_key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {api_key}"}
 
-    def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
-        return build_request(
-            context,
-            options,
-            model=self.model_id,
-            stream=self.streaming,
-            max_tokens=self.effective_max_tokens(options),
-        )
-
-    def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
-        return BedrockParser(builder, content_type)
-
     async def prepare(self, request: httpx2.Request) -> httpx2.Request:
         request.headers["accept"] = EVENT_STREAM if self.streaming else "application/json"
         if self._credentials is not None:
@@ -300,3 +275,13 @@ class BedrockProvider(HTTPProvider):
             self._redact.add(frozen.token)
             request.headers.update(sigv4_headers(request, frozen, self.region))
         return request
+
+
+parse_response = BedrockProvider.parse_response
+"""The normalized assistant message for a whole recorded response body: a Converse JSON
+body, a whole ConverseStream event-stream body (bytes), or an error body.
+
+>>> parse_response('{"message": "The provided model identifier is invalid."}',
+...                content_type="application/json", status=400).error_message
+'Bedrock API error: HTTP 400: The provided model identifier is invalid.'
+"""

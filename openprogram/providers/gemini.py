@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeAlias
 from openprogram.events import ProviderEvent
 from openprogram.providers._errors import details_for_codes
 from openprogram.providers._http import HTTPProvider, sendable_messages, user_content
-from openprogram.providers._parsing import WireParser, parse_body, to_int
+from openprogram.providers._parsing import WireParser, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder
@@ -342,19 +342,6 @@ def _error_text(error: Any) -> str:
     return f"{head}: {error.get('message') or 'no message'}"
 
 
-def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -> AssistantMessage:
-    """The normalized assistant message for a whole recorded response body: a JSON body,
-    a whole ``alt=sse`` stream, or an error body (``status`` >= 400).
-
-    >>> parse_response('{"error": {"code": 404, "message": "no such model"}}',
-    ...                content_type="application/json", status=404).error_message
-    'Gemini API error: HTTP 404 (404): no such model'
-    """
-    builder = MessageBuilder(api=API, model="")
-    parser = _GeminiParser(builder, content_type)
-    return parse_body(parser, body, status=status)
-
-
 # --------------------------------------------------------------------------- provider
 
 
@@ -380,6 +367,8 @@ class GeminiProvider(HTTPProvider):
 
     api = API
     label = _LABEL
+    request_mapping = staticmethod(build_request)
+    parser_class = _GeminiParser
     env_vars = KEY_ENV_VARS
     default_base_url = DEFAULT_BASE_URL
 
@@ -392,14 +381,12 @@ class GeminiProvider(HTTPProvider):
     def auth_headers(self, api_key: str) -> dict[str, str]:
         return {"x-goog-api-key": api_key}
 
-    def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
-        return build_request(
-            context,
-            options,
-            model=self.model_id,
-            stream=self.streaming,
-            max_tokens=self.effective_max_tokens(options),
-        )
 
-    def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
-        return _GeminiParser(builder, content_type)
+parse_response = GeminiProvider.parse_response
+"""The normalized assistant message for a whole recorded response body: a JSON body,
+a whole ``alt=sse`` stream, or an error body (``status`` >= 400).
+
+>>> parse_response('{"error": {"code": 404, "message": "no such model"}}',
+...                content_type="application/json", status=404).error_message
+'Gemini API error: HTTP 404 (404): no such model'
+"""

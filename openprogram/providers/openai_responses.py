@@ -20,7 +20,7 @@ from typing import Any
 
 from openprogram.providers._errors import details_for_codes
 from openprogram.providers._http import HTTPProvider, sendable_messages
-from openprogram.providers._parsing import WireParser, parse_body, to_int
+from openprogram.providers._parsing import WireParser, to_int
 from openprogram.providers._sse import SSEEvent
 from openprogram.providers.base import Context, StreamOptions, ToolChoice, check_tool_choice
 from openprogram.providers.builder import MessageBuilder, parse_arguments
@@ -352,19 +352,14 @@ class _Parser(WireParser):
         self._complete(body)
 
 
-def parse_response(body: bytes | str, *, content_type: str, status: int = 200) -> AssistantMessage:
-    """A recorded ``/v1/responses`` response (JSON, SSE or an error body) as an
-    :class:`~openprogram.types.AssistantMessage`."""
-    parser = _Parser(MessageBuilder(api=API, model=""), content_type)
-    return parse_body(parser, body, status=status)
-
-
 class OpenAIResponsesProvider(HTTPProvider):
     """OpenAI Responses over httpx2. Key: ``OPENAI_API_KEY``; base URL default
     ``https://api.openai.com/v1``."""
 
     api = API
     label = _LABEL
+    request_mapping = staticmethod(build_request)
+    parser_class = _Parser
     env_vars = ("OPENAI_API_KEY",)
     default_base_url = "https://api.openai.com/v1"
 
@@ -374,14 +369,7 @@ class OpenAIResponsesProvider(HTTPProvider):
     def auth_headers(self, api_key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {api_key}"}
 
-    def request_body(self, context: Context, options: StreamOptions) -> dict[str, Any]:
-        return build_request(
-            context,
-            options,
-            model=self.model_id,
-            stream=self.streaming,
-            max_tokens=self.effective_max_tokens(options),
-        )
 
-    def parser(self, builder: MessageBuilder, content_type: str) -> WireParser:
-        return _Parser(builder, content_type)
+parse_response = OpenAIResponsesProvider.parse_response
+"""A recorded ``/v1/responses`` response (JSON, SSE or an error body) as an
+:class:`~openprogram.types.AssistantMessage`."""

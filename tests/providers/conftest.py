@@ -22,8 +22,8 @@ import httpx2
 import pytest
 
 from openprogram.events import ProviderEvent
-from openprogram.providers.eventstream import encode_message
 from openprogram.providers.base import Context, StreamOptions
+from openprogram.providers.eventstream import encode_message
 from openprogram.types import AssistantMessage, UserMessage
 
 CONFORMANCE = Path(__file__).resolve().parent.parent / "conformance"

@@ -17,8 +17,8 @@ import pytest
 from openprogram.errors import ConfigurationError
 from openprogram.events import ProviderEvent
 from openprogram.providers import bedrock
-from openprogram.providers.eventstream import encode_message
 from openprogram.providers.base import Context, StreamOptions
+from openprogram.providers.eventstream import encode_message
 from openprogram.tools._tool import ToolSpec
 from openprogram.types import (
     AssistantMessage,
