@@ -10,7 +10,13 @@
 
 from openprogram.tools import _choices, _context, _deferred
 from openprogram.tools._context import current_runtime
-from openprogram.tools._decorators import FunctionTool, agentic_function, function
+from openprogram.tools._decorators import (
+    AgenticOptions,
+    FunctionTool,
+    ToolOptions,
+    agentic_function,
+    function,
+)
 from openprogram.tools._deferred import SEARCH_TOOL_NAME
 from openprogram.tools._gating import LAYERS, Dropped, Selection, ToolGates, ToolPolicy
 from openprogram.tools._tool import Tool, ToolResult, UpdateCallback, as_tool, normalize_result
@@ -26,6 +32,7 @@ from openprogram.types import ToolSpec
 __all__ = [
     "LAYERS",
     "SEARCH_TOOL_NAME",
+    "AgenticOptions",
     "ArgumentValidator",
     "ArgumentsError",
     "Dropped",
@@ -33,6 +40,7 @@ __all__ = [
     "Selection",
     "Tool",
     "ToolGates",
+    "ToolOptions",
     "ToolPolicy",
     "ToolRegistry",
     "ToolResult",

@@ -27,11 +27,22 @@ and built once, when the decorator is applied.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import sys
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    ParamSpec,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    cast,
+    overload,
+)
 
 import pydantic
 
@@ -52,22 +63,20 @@ from openprogram.types import ToolSpec
 if TYPE_CHECKING:
     from openprogram.runtime import Runtime
 
-__all__ = ["FunctionTool", "agentic_function", "function", "tool_from_callable"]
+__all__ = [
+    "AgenticOptions",
+    "FunctionTool",
+    "ToolOptions",
+    "agentic_function",
+    "function",
+    "tool_from_callable",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_MAX_DEPTH = 5
 """How many calls of one ``@agentic_function`` may be nested inside each other."""
-
-
-class _DefaultRegistry:
-    def __repr__(self) -> str:
-        return "DEFAULT"
-
-
-_DEFAULT = _DefaultRegistry()
-RegistryArg = ToolRegistry | None | _DefaultRegistry
 
 
 def _noop_update(partial_result: Any) -> None:
@@ -229,38 +238,78 @@ class FunctionTool(Generic[P, R]):
         return {key: getattr(parsed, key) for key in args}
 
 
-def _gates(
-    fn: Callable[..., Any],
-    *,
-    available_if: bool | Callable[[], bool] | None,
-    expose: bool,
-    toolset: str | Iterable[str] | None,
-    unsafe_in: str | Iterable[str],
-    check: Callable[[], bool] | None,
-    requires_env: str | Iterable[str],
-    defer: bool,
-) -> ToolGates:
+class ToolOptions(TypedDict, total=False):
+    """The keywords of :func:`function` (all optional), stated once for both decorators and
+    checked when the decorator is applied."""
+
+    name: str | None
+    """The tool's name (default: the function's)."""
+    description: str | None
+    """What the model reads (default: the docstring's summary)."""
+    registry: ToolRegistry | None
+    """Where to register it; ``None``: nowhere. Default: :data:`default_registry` for
+    ``@function``, nowhere for ``@agentic_function``."""
+    toolset: str | Iterable[str] | None
+    """The named toolsets it belongs to."""
+    expose: bool
+    """``False``: never offered to the model (default ``True``)."""
+    available_if: bool | Callable[[], bool] | None
+    """Decided once, now: false (or a condition that raises) means never registered."""
+    unsafe_in: str | Iterable[str]
+    """Tool sources where it must not be offered."""
+    check: Callable[[], bool] | None
+    """Availability, asked per call."""
+    requires_env: str | Iterable[str]
+    """Environment variables that must be set for it to be offered (checked per call)."""
+    defer: bool
+    """``True``: offered only after ``tool_search`` loads it."""
+
+
+class AgenticOptions(ToolOptions, total=False):
+    """The keywords of :func:`agentic_function`: those of :func:`function`, and
+    ``max_depth``."""
+
+    max_depth: int
+    """How deeply calls of this same function may nest (default 5)."""
+
+
+_KEYWORDS = frozenset(ToolOptions.__annotations__)
+
+
+def _checked(label: str, options: ToolOptions) -> None:
+    """Refuse unknown keywords (``**options`` takes any at run time), naming the nearest
+    known one."""
+    for key in sorted(set(options) - _KEYWORDS):
+        near = difflib.get_close_matches(key, _KEYWORDS, n=1)
+        hint = (
+            f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(sorted(_KEYWORDS))}"
+        )
+        raise ToolDefinitionError(f"{label}: unknown keyword {key!r}{hint}")
+    check = options.get("check")
     if check is not None and not callable(check):
         raise ToolDefinitionError(
-            f"{fn.__qualname__}: check={check!r} must be a function returning True/False"
+            f"{label}: check={check!r} must be a function returning True/False"
         )
+
+
+def _gates(options: ToolOptions) -> ToolGates:
     return ToolGates(
-        available=_evaluate(available_if),
-        expose=expose,
-        toolsets=_names(toolset),
-        unsafe_in=_names(unsafe_in),
-        check=check,
-        requires_env=tuple(_names(requires_env)),
-        defer=defer,
+        available=_evaluate(options.get("available_if")),
+        expose=options.get("expose", True),
+        toolsets=_names(options.get("toolset")),
+        unsafe_in=_names(options.get("unsafe_in", ())),
+        check=options.get("check"),
+        requires_env=tuple(_names(options.get("requires_env", ()))),
+        defer=options.get("defer", False),
     )
 
 
-def _definer_locals() -> dict[str, Any]:
-    """The local names of the frame that applied the decorator (two frames up): with
-    ``from __future__ import annotations`` a function defined inside another function
-    may annotate with that function's local types."""
+def _definer_locals(depth: int) -> dict[str, Any]:
+    """The local names of the frame that applied the decorator, ``depth`` frames up (1:
+    the caller): with ``from __future__ import annotations`` a function defined inside
+    another function may annotate with that function's local types."""
     try:
-        return dict(sys._getframe(2).f_locals)
+        return dict(sys._getframe(depth).f_locals)
     except ValueError:  # no such frame (called from the top of the interpreter)
         return {}
 
@@ -288,11 +337,8 @@ def _decorate(
     fn: Any,
     *,
     agentic: bool,
-    name: str | None,
-    description: str | None,
-    registry: RegistryArg,
-    max_depth: int,
-    gate_options: dict[str, Any],
+    options: ToolOptions,
+    max_depth: int = DEFAULT_MAX_DEPTH,
     localns: dict[str, Any] | None = None,
 ) -> FunctionTool[Any, Any]:
     label = "@agentic_function" if agentic else "@function"
@@ -303,19 +349,35 @@ def _decorate(
             f"{label} applies to a function, got {fn!r}; options are keywords: "
             f"{label}(name='...', description='...')"
         )
+    name, description = options.get("name"), options.get("description")
     decorated = FunctionTool(
         fn,
         signature_of(fn, name=name, description=description, localns=localns),
-        _gates(fn, **gate_options),
+        _gates(options),
         agentic=agentic,
         max_depth=max_depth,
     )
-    target = (default_registry if not agentic else None) if registry is _DEFAULT else registry
+    target = options.get("registry", None if agentic else default_registry)
     if target is not None and not isinstance(target, ToolRegistry):
         raise ToolDefinitionError(f"{label}: registry={target!r} is not a ToolRegistry")
     if target is not None and decorated.gates.available:
         target.register(decorated)
     return decorated
+
+
+def _decorator(fn: Any, options: ToolOptions, *, agentic: bool, max_depth: int) -> Any:
+    """What ``@function``/``@agentic_function`` return: the tool for a bare use, else the
+    decorator to apply (the options checked already, before any function is seen)."""
+    label = "@agentic_function" if agentic else "@function"
+    _checked(label, options)
+
+    def apply(target: Any, localns: dict[str, Any] | None = None) -> FunctionTool[Any, Any]:
+        where = localns if localns is not None else _definer_locals(2)
+        return _decorate(
+            target, agentic=agentic, options=options, max_depth=max_depth, localns=where
+        )
+
+    return apply if fn is None else apply(fn, _definer_locals(3))
 
 
 @overload
@@ -324,69 +386,24 @@ def function(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 @overload
 def function(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    registry: RegistryArg = _DEFAULT,
-    toolset: str | Iterable[str] | None = None,
-    expose: bool = True,
-    available_if: bool | Callable[[], bool] | None = None,
-    unsafe_in: str | Iterable[str] = (),
-    check: Callable[[], bool] | None = None,
-    requires_env: str | Iterable[str] = (),
-    defer: bool = False,
+    **options: Unpack[ToolOptions],
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
-def function(
-    fn: Any = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    registry: RegistryArg = _DEFAULT,
-    toolset: str | Iterable[str] | None = None,
-    expose: bool = True,
-    available_if: bool | Callable[[], bool] | None = None,
-    unsafe_in: str | Iterable[str] = (),
-    check: Callable[[], bool] | None = None,
-    requires_env: str | Iterable[str] = (),
-    defer: bool = False,
-) -> Any:
+def function(fn: Any = None, /, **options: Unpack[ToolOptions]) -> Any:
     """Make a Python function a tool and register it (in ``registry``, by default
     :data:`~openprogram.tools.registry.default_registry`; ``registry=None``: nowhere).
 
-    Works bare (``@function``) and with options. ``name``/``description`` override the
-    function's name and docstring summary. Gating: ``available_if`` (decided now; False
-    means never registered), ``expose=False`` (never offered), ``toolset`` (membership of
-    named toolsets), ``unsafe_in`` (sources where it must not be offered), ``check`` and
-    ``requires_env`` (availability, checked per call), ``defer=True`` (offered only after
-    ``tool_search`` loads it). Parameters named ``runtime``, ``cancel``/``signal``,
-    ``on_update`` and ``tool_call_id`` are supplied by the runtime, not the model.
+    Works bare (``@function``) and with the keywords of :class:`ToolOptions`.
+    ``name``/``description`` override the function's name and docstring summary. Gating:
+    ``available_if`` (decided now; False means never registered), ``expose=False`` (never
+    offered), ``toolset`` (membership of named toolsets), ``unsafe_in`` (sources where it
+    must not be offered), ``check`` and ``requires_env`` (availability, checked per call),
+    ``defer=True`` (offered only after ``tool_search`` loads it). Parameters named
+    ``runtime``, ``cancel``/``signal``, ``on_update`` and ``tool_call_id`` are supplied by
+    the runtime, not the model.
     """
-    gate_options = {
-        "available_if": available_if,
-        "expose": expose,
-        "toolset": toolset,
-        "unsafe_in": unsafe_in,
-        "check": check,
-        "requires_env": requires_env,
-        "defer": defer,
-    }
-
-    def apply(target: Any, localns: dict[str, Any] | None = None) -> FunctionTool[Any, Any]:
-        return _decorate(
-            target,
-            agentic=False,
-            name=name,
-            description=description,
-            registry=registry,
-            max_depth=DEFAULT_MAX_DEPTH,
-            gate_options=gate_options,
-            localns=localns if localns is not None else _definer_locals(),
-        )
-
-    return apply if fn is None else apply(fn, _definer_locals())
+    return _decorator(fn, options, agentic=False, max_depth=DEFAULT_MAX_DEPTH)
 
 
 @overload
@@ -395,84 +412,28 @@ def agentic_function(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 @overload
 def agentic_function(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    registry: ToolRegistry | None = None,
-    max_depth: int = DEFAULT_MAX_DEPTH,
-    toolset: str | Iterable[str] | None = None,
-    expose: bool = True,
-    available_if: bool | Callable[[], bool] | None = None,
-    unsafe_in: str | Iterable[str] = (),
-    check: Callable[[], bool] | None = None,
-    requires_env: str | Iterable[str] = (),
-    defer: bool = False,
+    **options: Unpack[AgenticOptions],
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
-def agentic_function(
-    fn: Any = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    registry: ToolRegistry | None = None,
-    max_depth: int = DEFAULT_MAX_DEPTH,
-    toolset: str | Iterable[str] | None = None,
-    expose: bool = True,
-    available_if: bool | Callable[[], bool] | None = None,
-    unsafe_in: str | Iterable[str] = (),
-    check: Callable[[], bool] | None = None,
-    requires_env: str | Iterable[str] = (),
-    defer: bool = False,
-) -> Any:
+def agentic_function(fn: Any = None, /, **options: Unpack[AgenticOptions]) -> Any:
     """Mark a function whose body may call ``runtime.exec`` (open a nested loop).
 
     Called from Python it runs with a runtime: its ``runtime`` parameter is the one
     passed, else the runtime of the exec running now. Passed in ``exec(tools=[...])``
     the model sees one pickable function; picking it runs the body. It is registered
-    only when ``registry=`` is given. ``max_depth`` bounds how deeply calls of this same
-    function may nest (a model re-picking it from its own nested loop); the other
-    options are those of :func:`function`.
+    only when ``registry=`` is given. ``max_depth`` (default 5) bounds how deeply calls of
+    this same function may nest (a model re-picking it from its own nested loop); the
+    other keywords are those of :func:`function` (see :class:`AgenticOptions`).
     """
+    max_depth = options.pop("max_depth", DEFAULT_MAX_DEPTH)
     if not isinstance(max_depth, int) or max_depth < 1:
         raise ToolDefinitionError(f"@agentic_function: max_depth={max_depth!r} must be >= 1")
-    gate_options = {
-        "available_if": available_if,
-        "expose": expose,
-        "toolset": toolset,
-        "unsafe_in": unsafe_in,
-        "check": check,
-        "requires_env": requires_env,
-        "defer": defer,
-    }
-
-    def apply(target: Any, localns: dict[str, Any] | None = None) -> FunctionTool[Any, Any]:
-        return _decorate(
-            target,
-            agentic=True,
-            name=name,
-            description=description,
-            registry=registry,
-            max_depth=max_depth,
-            gate_options=gate_options,
-            localns=localns if localns is not None else _definer_locals(),
-        )
-
-    return apply if fn is None else apply(fn, _definer_locals())
+    return _decorator(fn, options, agentic=True, max_depth=max_depth)
 
 
 def tool_from_callable(fn: Callable[..., Any]) -> Tool:
     """A tool for a plain (undecorated) function, registered nowhere (used by
     ``choices=``, which accepts plain functions too)."""
-    decorated = _decorate(
-        fn,
-        agentic=True,
-        name=None,
-        description=None,
-        registry=None,
-        max_depth=DEFAULT_MAX_DEPTH,
-        gate_options=dict.fromkeys(("available_if", "check", "toolset"))
-        | {"expose": True, "unsafe_in": (), "requires_env": (), "defer": False},
-    )
+    decorated = _decorate(fn, agentic=True, options={})
     return decorated.tool

@@ -41,10 +41,10 @@ PUBLIC: dict[str, list[str]] = {
         "EventStreamDecoder", "EventStreamError", "EventStreamMessage", "encode_message",
     ],
     "openprogram.tools": [
-        "LAYERS", "SEARCH_TOOL_NAME", "ArgumentValidator", "ArgumentsError", "Dropped",
-        "FunctionTool", "Selection", "Tool", "ToolGates", "ToolPolicy", "ToolRegistry",
-        "ToolResult", "ToolSpec", "UpdateCallback", "agentic_function", "as_tool",
-        "compile_validator", "current_runtime", "default_registry", "function",
+        "LAYERS", "SEARCH_TOOL_NAME", "AgenticOptions", "ArgumentValidator", "ArgumentsError",
+        "Dropped", "FunctionTool", "Selection", "Tool", "ToolGates", "ToolOptions", "ToolPolicy",
+        "ToolRegistry", "ToolResult", "ToolSpec", "UpdateCallback", "agentic_function",
+        "as_tool", "compile_validator", "current_runtime", "default_registry", "function",
         "normalize_result", "validate_tool_arguments",
     ],
     "openprogram.tools.registry": [

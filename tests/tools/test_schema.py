@@ -233,6 +233,16 @@ def test_decorator_misuse_is_refused() -> None:
         """Plain."""
 
     with pytest.raises(ToolDefinitionError, match="must be a function returning True/False"):
-        function(registry=None, check=True)(plain)  # type: ignore[arg-type]
+        function(registry=None, check=True)(plain)  # type: ignore[call-overload]
     with pytest.raises(ToolDefinitionError, match=r"registry=.* is not a ToolRegistry"):
         function(registry="default")(plain)  # type: ignore[call-overload]
+
+
+def test_an_unknown_decorator_keyword_is_refused_when_the_decorator_is_applied() -> None:
+    with pytest.raises(ToolDefinitionError) as info:
+        function(toolsets="web")  # type: ignore[call-overload]
+    assert str(info.value) == "@function: unknown keyword 'toolsets'; did you mean 'toolset'?"
+    with pytest.raises(ToolDefinitionError, match=r"@function: unknown keyword 'max_depth'"):
+        function(max_depth=2)  # type: ignore[call-overload]
+    with pytest.raises(ToolDefinitionError, match=r"unknown keyword 'zzz'; known: available_if, "):
+        agentic_function(zzz=1)  # type: ignore[call-overload]
