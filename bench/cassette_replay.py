@@ -58,7 +58,8 @@ model:
 def record(folder: Path) -> tuple[Path, Any]:
     """The session recorded once over loopback; its path and the scenario."""
     from openprogram_sim.cassettes import Cassette
-    from openprogram_sim.scenario import arun_scenario, parse_scenario
+    from openprogram_sim.scenario import parse_scenario
+    from openprogram_sim.play import arun_scenario
     from openprogram_sim.wire import serve
 
     scenario = parse_scenario(_scenario_text(), str(folder / "session.yaml"))
@@ -81,7 +82,7 @@ def record(folder: Path) -> tuple[Path, Any]:
 
 def ours(path: Path, scenario: Any, sessions: int) -> float:
     from openprogram_sim.cassettes import Cassette
-    from openprogram_sim.scenario import arun_scenario
+    from openprogram_sim.play import arun_scenario
 
     async def go() -> float:
         started = time.perf_counter()

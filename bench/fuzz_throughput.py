@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from openprogram_sim.fuzz import check_invariants, run_generated, scenario_from_bytes, strategies
-from openprogram_sim.scenario import Scenario, arun_scenario
+from openprogram_sim.scenario import Scenario
+from openprogram_sim.play import arun_scenario
 
 
 def _per(label: str, n: int, seconds: float) -> None:

@@ -16,13 +16,16 @@ The names most tests need are here::
 
     verdict = check_outcome(run_scenario(load_scenario("scenarios/x.yaml")))
 
-Each capability has its own subpackage: :mod:`~openprogram_sim.models` (providers with no
-network), :mod:`~openprogram_sim.scenario` (the file format, loading, running, checking),
-:mod:`~openprogram_sim.trace` (traces, matchers, assertions), :mod:`~openprogram_sim.wire`
-(scripted turns as each API's HTTP), :mod:`~openprogram_sim.fuzz` (Hypothesis strategies,
-invariants, campaigns), :mod:`~openprogram_sim.report` (the HTML report),
-:mod:`~openprogram_sim.cassettes` (recorded sessions), :mod:`~openprogram_sim.cli` and the
-pytest plugin :mod:`~openprogram_sim.pytest_plugin`. Errors are :class:`SimError`.
+Each capability has its own subpackage, each floor importing only the floors below it:
+:mod:`~openprogram_sim.trace` (traces, matchers, assertions, JSON paths, failures),
+:mod:`~openprogram_sim.models` (providers with no network, turns and wire faults),
+:mod:`~openprogram_sim.scenario` (the file format and loading), :mod:`~openprogram_sim.wire`
+(scripted turns as each API's HTTP, the loopback server), :mod:`~openprogram_sim.cassettes`
+(recorded sessions), :mod:`~openprogram_sim.play` (running and checking a scenario),
+:mod:`~openprogram_sim.fuzz` (Hypothesis strategies, invariants, campaigns),
+:mod:`~openprogram_sim.coverage` (behaviour coverage), :mod:`~openprogram_sim.report` (the
+HTML report), the pytest plugin :mod:`~openprogram_sim.plugin` and the CLI
+:mod:`~openprogram_sim.cli`. Errors are :class:`SimError` (:mod:`~openprogram_sim.errors`).
 """
 
 import importlib as _importlib
@@ -46,17 +49,13 @@ if _typing.TYPE_CHECKING:
         Turn,
         VirtualClock,
     )
+    from openprogram_sim.play import RunOutcome, Verdict, arun_scenario, check_outcome, run_scenario
     from openprogram_sim.scenario import (
-        RunOutcome,
         Scenario,
-        Verdict,
-        arun_scenario,
-        check_outcome,
         discover,
         json_schema,
         load_scenario,
         parse_scenario,
-        run_scenario,
     )
     from openprogram_sim.trace import (
         TraceRecorder,
@@ -110,9 +109,12 @@ _WHERE = {
         "openprogram_sim.models",
     ),
     **dict.fromkeys(
-        ("RunOutcome", "Scenario", "Verdict", "arun_scenario", "check_outcome", "discover",
-         "json_schema", "load_scenario", "parse_scenario", "run_scenario"),
+        ("Scenario", "discover", "json_schema", "load_scenario", "parse_scenario"),
         "openprogram_sim.scenario",
+    ),
+    **dict.fromkeys(
+        ("RunOutcome", "Verdict", "arun_scenario", "check_outcome", "run_scenario"),
+        "openprogram_sim.play",
     ),
     **dict.fromkeys(
         ("TraceRecorder", "assert_events", "assert_no_events", "event_matches", "match_events",

@@ -21,16 +21,11 @@ from vcr.record_mode import RecordMode
 from vcr.request import Request as VcrRequest
 
 from openprogram_sim.cassettes._format import EXTRA, SERIALIZER, body_kind, split_events
-from openprogram_sim.cassettes._match import (
-    DEFAULT_IGNORE,
-    IgnoreList,
-    body_of,
-    differences,
-    show_value,
-)
+from openprogram_sim.cassettes._match import DEFAULT_IGNORE, body_of
 from openprogram_sim.cassettes._persist import Persister
 from openprogram_sim.cassettes._secrets import Scrubber, known_secrets
 from openprogram_sim.errors import CassetteError, CassetteMismatchError
+from openprogram_sim.trace import IgnoreList, differences, show_value
 
 __all__ = [
     "RECORD_MODES",

@@ -1,5 +1,6 @@
 """Matching a live request to a recorded one: method, path and JSON body, with an ignore
-list of volatile fields, and the JSON-path diff that explains a miss.
+list of volatile fields (the JSON paths and the diff that explains a miss are
+:mod:`openprogram_sim.trace`'s).
 
 vcrpy's default matchers ignore the body, so a changed prompt would replay the old answer;
 here the body is compared as JSON (bytes when it is not JSON), leaving out the fields an
@@ -11,110 +12,13 @@ what it names.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "DEFAULT_IGNORE",
-    "Difference",
-    "IgnoreList",
-    "body_of",
-    "differences",
-    "path_text",
-    "show_value",
-]
+__all__ = ["DEFAULT_IGNORE", "body_of"]
 
 DEFAULT_IGNORE: tuple[str, ...] = ("$.metadata.user_id", "$.user", "$.safety_identifier")
 """Fields left out of the comparison unless told otherwise: per-user identifiers some
 clients fill in on every call."""
-
-_SEGMENT = re.compile(r"\.([A-Za-z_][\w-]*|\*)|\[(\d+|\*)\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
-_MISSING: Any = object()
-_NOT_JSON: Any = object()
-
-
-def parse_path(pattern: str) -> tuple[str | int, ...]:
-    """``$.a[0]["b-c"].*`` as its segments; raises ValueError naming the bad part."""
-    if not pattern.startswith("$"):
-        raise ValueError(f"ignore pattern {pattern!r} must start with $ (e.g. $.metadata)")
-    segments: list[str | int] = []
-    pos = 1
-    while pos < len(pattern):
-        m = _SEGMENT.match(pattern, pos)
-        if m is None:
-            raise ValueError(
-                f"ignore pattern {pattern!r}: cannot read {pattern[pos:]!r}; use .key, [N], "
-                '["key"] or * (e.g. $.messages[*].content)'
-            )
-        key, index, quoted = m.groups()
-        if key is not None:
-            segments.append(key)
-        elif index is not None:
-            segments.append("*" if index == "*" else int(index))
-        else:
-            segments.append(json.loads(f'"{quoted}"'))
-        pos = m.end()
-    return tuple(segments)
-
-
-def path_text(path: Iterable[str | int]) -> str:
-    """Segments as a JSON path: ``$.messages[2].content``."""
-    out = "$"
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z_][\w-]*", part):
-            out += f".{part}"
-        else:
-            out += f"[{json.dumps(part)}]"
-    return out
-
-
-class IgnoreList:
-    """Compiled ignore patterns; :meth:`prune` gives a value without the ignored fields."""
-
-    def __init__(self, patterns: Iterable[str] = DEFAULT_IGNORE) -> None:
-        self.patterns = tuple(patterns)
-        self._paths = [parse_path(p) for p in self.patterns]
-
-    def __bool__(self) -> bool:
-        return bool(self._paths)
-
-    def prune(self, value: Any) -> Any:
-        for path in self._paths:
-            value = _without(value, path)
-        return value
-
-
-def _without(value: Any, path: tuple[str | int, ...]) -> Any:
-    """``value`` without what ``path`` names (copies only along the way)."""
-    if not path:
-        return _MISSING
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        keys = list(value) if head == "*" else [head] if head in value else []
-        if not keys:
-            return value
-        out = dict(value)
-        for key in keys:
-            sub = _without(out[key], rest)
-            if sub is _MISSING:
-                del out[key]
-            else:
-                out[key] = sub
-        return out
-    if isinstance(value, list):
-        if head == "*":
-            items = [_without(v, rest) for v in value]
-            return [v for v in items if v is not _MISSING]
-        if isinstance(head, int) and 0 <= head < len(value):
-            out_list = list(value)
-            sub = _without(out_list[head], rest)
-            out_list[head] = None if sub is _MISSING else sub  # keep later indexes in place
-            return out_list
-    return value
 
 
 def body_of(raw: bytes | None) -> Any:
@@ -127,65 +31,3 @@ def body_of(raw: bytes | None) -> Any:
         except (ValueError, RecursionError):
             pass
     return raw
-
-
-@dataclass(frozen=True, slots=True)
-class Difference:
-    """One place where a sent body differs from a recorded one."""
-
-    path: str
-    """The JSON path, e.g. ``$.messages[2].content[0].text``."""
-    recorded: Any
-    sent: Any
-
-
-def differences(recorded: Any, sent: Any, limit: int = 50) -> list[Difference]:
-    """Where two (pruned) bodies differ, in document order, at most ``limit``."""
-    out: list[Difference] = []
-    for diff in _walk(recorded, sent, ()):
-        out.append(diff)
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON: ``true`` is not ``1`` (Python says it is)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return bool(a == b)
-
-
-def _walk(a: Any, b: Any, path: tuple[str | int, ...]) -> Iterator[Difference]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in list(a) + [k for k in b if k not in a]:
-            va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
-            if va is _MISSING or vb is _MISSING:
-                yield Difference(path_text((*path, key)), va, vb)
-            elif not _same(va, vb):
-                yield from _walk(va, vb, (*path, key))
-    elif isinstance(a, list) and isinstance(b, list):
-        for i in range(max(len(a), len(b))):
-            va = a[i] if i < len(a) else _MISSING
-            vb = b[i] if i < len(b) else _MISSING
-            if va is _MISSING or vb is _MISSING:
-                yield Difference(path_text((*path, i)), va, vb)
-            elif not _same(va, vb):
-                yield from _walk(va, vb, (*path, i))
-    elif not _same(a, b):
-        yield Difference(path_text(path), a, b)
-
-
-def show_value(value: Any, width: int = 60) -> str:
-    """A value as the mismatch message shows it (JSON, cut to ``width`` characters)."""
-    if value is _MISSING:
-        return "(absent)"
-    if isinstance(value, bytes):
-        text = repr(value)
-    else:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -44,7 +44,7 @@ def _ignore(scenario: Any) -> tuple[str, ...]:
 
 
 async def _session(scenario: Any, cassette: Any, model: str, base_url: str | None) -> Any:
-    from openprogram_sim.scenario import arun_scenario
+    from openprogram_sim.play import arun_scenario
 
     options = {"base_url": base_url} if base_url else {}
     async with cassette.client() as client:
@@ -54,7 +54,8 @@ async def _session(scenario: Any, cassette: Any, model: str, base_url: str | Non
 
 def command(args: argparse.Namespace) -> int:
     from openprogram_sim.cassettes import Cassette, resolve_record_mode
-    from openprogram_sim.scenario import check_outcome, load_scenario
+    from openprogram_sim.play import check_outcome
+    from openprogram_sim.scenario import load_scenario
 
     try:
         scenario = load_scenario(args.scenario, pythonpath=args.pythonpath)

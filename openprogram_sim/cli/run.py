@@ -15,7 +15,8 @@ from openprogram.errors import OpenProgramError
 from openprogram_sim.coverage._cli import RunCoverage
 from openprogram_sim.coverage._cli import add_arguments as add_coverage_arguments
 from openprogram_sim.errors import ScenarioError
-from openprogram_sim.scenario import Verdict, check_outcome, discover, load_scenario, run_scenario
+from openprogram_sim.play import Verdict, check_outcome, run_scenario
+from openprogram_sim.scenario import discover, load_scenario
 
 __all__ = ["ScenarioResult", "add_parser", "command", "run_paths"]
 

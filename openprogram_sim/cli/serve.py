@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Generator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from openprogram_sim.errors import ScenarioError
 
@@ -50,12 +50,8 @@ def _limits(server: Any) -> str:
 
 
 def command(args: argparse.Namespace) -> int:
+    from openprogram_sim.play import scenario_server
     from openprogram_sim.scenario import load_scenario
-
-    if TYPE_CHECKING:  # the package loads the server lazily, which mypy cannot follow
-        from openprogram_sim.wire._server import WireServer
-    else:
-        from openprogram_sim.wire import WireServer
 
     try:
         scenario = load_scenario(args.scenario, pythonpath=args.pythonpath)
@@ -72,7 +68,7 @@ def command(args: argparse.Namespace) -> int:
         return 2
     log = None if args.quiet else _printer(sys.stderr)
     try:
-        server = WireServer(
+        server = scenario_server(
             scenario,
             host=args.host,
             port=args.port,

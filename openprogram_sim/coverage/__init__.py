@@ -6,7 +6,8 @@ has a stable id and the sentence of the seed (or of DESIGN) it comes from. One r
 classified from its trace, its requests and its scenario::
 
     from openprogram_sim.coverage import BehaviourCoverage, behaviours_of
-    from openprogram_sim.scenario import discover, load_scenario, run_scenario
+    from openprogram_sim.play import run_scenario
+    from openprogram_sim.scenario import discover, load_scenario
 
     suite = BehaviourCoverage()
     for path in discover(["scenarios"]):

@@ -11,7 +11,7 @@ from openprogram_sim.coverage._catalogue import CATALOGUE, behaviour, parse_ids
 from openprogram_sim.coverage._classify import Evidence, classify
 
 if TYPE_CHECKING:
-    from openprogram_sim.scenario import RunOutcome
+    from openprogram_sim.play import RunOutcome
 
 __all__ = ["BehaviourCoverage", "RunBehaviours", "behaviours_of"]
 

@@ -5,8 +5,9 @@
 - :class:`FunctionModel` computes each turn from the request.
 - :class:`AutoModel` calls every offered tool once with arguments built from its schema,
   then answers (a smoke test for any toolset).
-- :class:`Turn` is one scripted reply; :class:`VirtualClock` is the time scripted latency
-  advances (nothing sleeps for real).
+- :class:`Turn` is one scripted reply, :class:`WireFault` what it does to the HTTP exchange
+  when served over the wire (a script is a list of ``(Turn, WireFault)`` steps);
+  :class:`VirtualClock` is the time scripted latency advances (nothing sleeps for real).
 
 ::
 
@@ -20,6 +21,15 @@
 
 from openprogram_sim.errors import ScriptedFault, ScriptExhaustedError
 from openprogram_sim.models._clock import VirtualClock
+from openprogram_sim.models._faults import (
+    NO_FAULT,
+    ErrorMode,
+    ScriptStep,
+    TurnLike,
+    WireFault,
+    refuse_scenario,
+    split_turn,
+)
 from openprogram_sim.models._function import (
     AutoModel,
     FunctionModel,
@@ -31,18 +41,25 @@ from openprogram_sim.models._scripted import ScriptedModel, ScriptedRequest
 from openprogram_sim.models._turns import Turn, TurnToolCall
 
 __all__ = [
+    "NO_FAULT",
     "AutoModel",
+    "ErrorMode",
     "FunctionModel",
     "ScriptExhaustedError",
     "ScriptedFault",
     "ScriptedModel",
+    "ScriptStep",
     "ScriptedRequest",
     "Turn",
+    "TurnLike",
     "TurnSource",
     "TurnToolCall",
     "VirtualClock",
+    "WireFault",
     "example_arguments",
     "example_value",
+    "refuse_scenario",
+    "split_turn",
 ]
 
 for _cls in (
@@ -53,6 +70,7 @@ for _cls in (
     Turn,
     TurnToolCall,
     VirtualClock,
+    WireFault,
 ):
     _cls.__module__ = __name__
 del _cls

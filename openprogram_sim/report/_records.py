@@ -28,7 +28,8 @@ from openprogram_sim.report._timeline import build_timeline
 if TYPE_CHECKING:
     from openprogram.types import Usage
     from openprogram_sim.errors import ScenarioError
-    from openprogram_sim.scenario import Scenario, Verdict
+    from openprogram_sim.play import Verdict
+    from openprogram_sim.scenario import Scenario
 
 __all__ = [
     "format_verdict",

@@ -22,8 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from openprogram.types import ErrorReason
-from openprogram_sim.trace import EVENT_FIELDS
+from openprogram.types import ErrorReason, Usage
+from openprogram_sim.models import ScriptStep, Turn, TurnToolCall, WireFault
+from openprogram_sim.trace import EVENT_FIELDS, parse_path
 
 __all__ = [
     "AbortPoint",
@@ -205,6 +206,27 @@ class ModelTurn(_Model):
                 )
         return self
 
+    def to_turn(self) -> Turn:
+        """The reply as the scripted model plays it."""
+        return Turn(
+            text=self.text,
+            thinking=self.thinking,
+            tool_calls=[TurnToolCall.coerce(c) for c in self.tool_calls],
+            stop_reason=self.stop_reason,
+            error=self.error,
+            error_reason=self.error_reason,
+            retryable=self.retryable,
+            retry_after=self.retry_after,
+            usage=Usage(**self.usage) if self.usage is not None else None,
+            fault=self.fault,
+            latency=self.latency,
+        )
+
+    def to_step(self) -> ScriptStep:
+        """The reply and its ``wire:`` fault, as the wire simulator serves it."""
+        spec = self.wire.model_dump(exclude_none=True) if self.wire is not None else None
+        return self.to_turn(), WireFault.coerce(spec)
+
 
 class CassetteFault(_Model):
     """``model.faults``: a fault played on top of a cassette, at the ``turn``-th request of
@@ -254,8 +276,6 @@ class CassetteModel(_Model):
     @field_validator("ignore")
     @classmethod
     def _readable_paths(cls, patterns: list[str] | None) -> list[str] | None:
-        from openprogram_sim.cassettes._match import parse_path
-
         for pattern in patterns or ():
             parse_path(pattern)  # a ValueError names the pattern and the fix
         return patterns
@@ -483,6 +503,16 @@ class Scenario(_Model):
         return type(other) is type(self) and self.__dict__ == other.__dict__
 
     __hash__ = None  # type: ignore[assignment]
+
+    def script(self) -> list[ScriptStep]:
+        """The ``model:`` turns as plain steps, each a :class:`~openprogram_sim.models.Turn`
+        with its :class:`~openprogram_sim.models.WireFault`: what
+        :class:`~openprogram_sim.models.ScriptedModel`, :func:`~openprogram_sim.wire.serve`
+        and :class:`~openprogram_sim.wire.ScriptedWire` play. A ``TypeError`` when ``model:``
+        names a cassette."""
+        if not isinstance(self.model, list):
+            raise TypeError(f"{self.path}: model: names a cassette, not a list of turns")
+        return [turn.to_step() for turn in self.model]
 
     def line(self, *path: Any) -> int | None:
         """The line of the key at ``path`` in the file it was loaded from (None when built

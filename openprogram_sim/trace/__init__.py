@@ -19,6 +19,7 @@ Expected fields match by equality or with an operator (:data:`OPERATORS`: ``$reg
 """
 
 from openprogram_sim.trace._assert import assert_events, assert_no_events
+from openprogram_sim.trace._failure import Failure, render_failures
 from openprogram_sim.trace._match import (
     EventMismatch,
     event_matches,
@@ -43,30 +44,46 @@ from openprogram_sim.trace._normalize import (
     field_schema,
     to_trace,
 )
+from openprogram_sim.trace._paths import (
+    Difference,
+    IgnoreList,
+    differences,
+    parse_path,
+    path_text,
+    show_value,
+)
 
 __all__ = [
     "EVENT_FIELDS",
     "FIELD_TYPES",
     "OPERATORS",
     "REGEX_SECONDS",
+    "Difference",
     "EventMismatch",
+    "Failure",
+    "IgnoreList",
     "TraceRecorder",
     "assert_events",
     "assert_no_events",
     "check_field_value",
     "check_matcher",
     "describe",
+    "differences",
     "event_matches",
     "event_to_dict",
     "field_schema",
     "match_events",
     "matches",
+    "parse_path",
+    "path_text",
     "render_entry",
+    "render_failures",
     "render_mismatch",
     "show",
+    "show_value",
     "to_trace",
 ]
 
-for _cls in (EventMismatch, TraceRecorder):
+for _cls in (Difference, EventMismatch, Failure, IgnoreList, TraceRecorder):
     _cls.__module__ = __name__
 del _cls

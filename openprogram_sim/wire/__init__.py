@@ -66,9 +66,9 @@ What each scripted turn becomes:
 """
 
 from openprogram_sim.errors import WireEncodeError
+from openprogram_sim.models import WireFault
 from openprogram_sim.wire._encode import APIS, as_carried, encode
 from openprogram_sim.wire._errors import ERROR_CATALOG, error_response
-from openprogram_sim.wire._faults import WireFault
 from openprogram_sim.wire._plan import WireResponse
 from openprogram_sim.wire._requests import read_request
 from openprogram_sim.wire._routing import route
@@ -80,12 +80,13 @@ from openprogram_sim.wire._scripted import (
     mask_url,
     to_httpx,
 )
-from openprogram_sim.wire._session import SessionReport
+from openprogram_sim.wire._session import RequestCheck, SessionReport
 
 __all__ = [
     "APIS",
     "CREDENTIAL_HEADERS",
     "ERROR_CATALOG",
+    "RequestCheck",
     "ScriptedWire",
     "ServeReport",
     "SessionReport",
@@ -105,7 +106,7 @@ __all__ = [
     "to_httpx",
 ]
 
-for _cls in (ScriptedWire, SessionReport, WireFault, WireRequest, WireResponse):
+for _cls in (ScriptedWire, SessionReport, WireRequest, WireResponse):
     _cls.__module__ = __name__
 del _cls
 

@@ -24,27 +24,30 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from openprogram_sim.errors import WireEncodeError
+from openprogram_sim.models import TurnLike, WireFault, split_turn
 from openprogram_sim.wire._delivering import (
     ClientGone,
     Delivering,
     read_body,
     send_whole,
 )
-from openprogram_sim.wire._encode import TurnLike
 from openprogram_sim.wire._errors import error_response
-from openprogram_sim.wire._faults import Delivery, WireFault, deliver, split_turn
+from openprogram_sim.wire._faults import Delivery, deliver
 from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, _json
 from openprogram_sim.wire._scripted import mask_headers, mask_url
-from openprogram_sim.wire._session import EndedSessions, Session, SessionReport, SessionState
-
-if TYPE_CHECKING:
-    from openprogram_sim.scenario import Scenario
+from openprogram_sim.wire._session import (
+    EndedSessions,
+    RequestCheck,
+    Session,
+    SessionReport,
+    SessionState,
+)
 
 __all__ = ["DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TTL", "WireApp"]
 
@@ -77,8 +80,8 @@ class WireApp:
         cycle: start the script over when it runs out (load tests) instead of answering
             with the "script exhausted" error.
         log: called with one line per model call, per failure and per session that ends.
-        scenario: checked against each session's requests (``expect.requests``) in its
-            report.
+        check: what each session's client sent is checked with it in the session's report
+            (a scenario's ``expect.requests``: :func:`openprogram_sim.play.request_check`).
         session_ttl: seconds a named session may stay idle (no request under way) before
             it ends; ``None``: never. Expiry is checked as requests arrive.
         max_sessions: named sessions live at once (``None``: no cap); a request that would
@@ -93,7 +96,7 @@ class WireApp:
         chunk_size: int = 24,
         cycle: bool = False,
         log: Callable[[str], None] | None = None,
-        scenario: Scenario | None = None,
+        check: RequestCheck | None = None,
         session_ttl: float | None = DEFAULT_SESSION_TTL,
         max_sessions: int | None = DEFAULT_MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
@@ -106,7 +109,7 @@ class WireApp:
         self.chunk_size = chunk_size
         self.cycle = cycle
         self.log = log
-        self.scenario = scenario
+        self.check = check
         self.session_ttl = session_ttl
         self.max_sessions = max_sessions
         self.clock = clock
@@ -211,7 +214,7 @@ class WireApp:
             self._ended(s, "expired")
 
     def _ended(self, session: Session, state: SessionState) -> SessionReport:
-        report = session.report(self.scenario, state)
+        report = session.report(self.check, state)
         self.ended.add(report)
         if self.log is not None:
             verdict = "PASS" if report.passed else f"FAIL {len(report.failures)} problem(s)"
@@ -224,7 +227,7 @@ class WireApp:
         """Session ``name``'s report: live (so far), else the one kept since it ended."""
         session = self._sessions.get(name)
         if session is not None:
-            return session.report(self.scenario)
+            return session.report(self.check)
         return self.ended.get(name)
 
     @property

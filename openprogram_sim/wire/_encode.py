@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from openprogram.types import Usage
 from openprogram_sim.errors import WireEncodeError
-from openprogram_sim.models import Turn, TurnToolCall
+from openprogram_sim.models import ErrorMode, Turn, TurnLike, TurnToolCall
 from openprogram_sim.wire._anthropic import encode_anthropic
 from openprogram_sim.wire._bedrock import encode_bedrock
 from openprogram_sim.wire._errors import error_response
@@ -34,8 +34,6 @@ plan always gives the same bytes)."""
 APIS: tuple[str, ...] = tuple(ENCODERS)
 """``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``, ``bedrock``."""
 
-ErrorMode = Literal["auto", "http", "stream"]
-TurnLike = Turn | Mapping[str, Any] | str
 
 _ID_STYLE = {
     "openai-chat": "call_wire{seq}_{i}",

@@ -1,12 +1,5 @@
-"""Wire faults: what a scripted turn does to the HTTP exchange itself (status, headers,
-timing, a cut connection, a corrupt chunk), and the :class:`Delivery` that carries them
-to a server.
-
-A turn names them under a ``wire:`` key, next to the turn's usual keys::
-
-    {"stop_reason": "error", "error": "slow down", "wire": {"status": 429, "retry_after": 2}}
-    {"text": "Partly cloudy.", "wire": {"cut_after": 3}}
-    {"text": "Partly cloudy.", "latency": 0.5, "wire": {"interval": 0.05}}
+"""Delivering a turn and its wire fault (:class:`~openprogram_sim.models.WireFault`: what a
+scripted turn does to the HTTP exchange itself) to a client: the :class:`Delivery`.
 
 The turn's own keys keep their meaning on the wire: an ``error`` stop's ``error_reason``
 picks the HTTP status (``rate_limit`` 429, ``overloaded`` 503 or Anthropic's 529,
@@ -25,110 +18,16 @@ real socket, and :class:`~openprogram_sim.wire.ScriptedWire` in process. Each wa
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any
 
-from openprogram_sim.models import Turn
-from openprogram_sim.wire._encode import ErrorMode, TurnLike, encode
+from openprogram_sim.models import NO_FAULT, ErrorMode, Turn, WireFault
+from openprogram_sim.wire._encode import encode
 from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._plan import EVENT_STREAM, WireResponse
 
-if TYPE_CHECKING:
-    from openprogram_sim.scenario import Scenario
-
-__all__ = [
-    "Delivery",
-    "Step",
-    "WireFault",
-    "as_scenario",
-    "deliver",
-    "scenario_script",
-    "split_turn",
-]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class WireFault:
-    """What one turn does to the HTTP exchange (the ``wire:`` key of a turn). Every
-    field is optional; the default is a well-behaved response."""
-
-    status: int | None = None
-    """An HTTP error status (e.g. 429, 500, 503, Anthropic's 529): the turn is answered
-    with that status and the API's own error body, carrying the turn's ``error`` text.
-    With ``error_mode: stream`` it names the error type of the in-stream error event
-    instead (e.g. 424: Bedrock's ``modelStreamErrorException``)."""
-    retry_after: float | None = None
-    """Seconds, sent as the ``retry-after`` header (with an error status)."""
-    retry_after_ms: int | None = None
-    """Milliseconds, sent as ``retry-after-ms`` (the header OpenAI's clients read first)."""
-    error_mode: ErrorMode = "auto"
-    """For an ``error`` stop: ``http`` (an error status), ``stream`` (an error event
-    inside a 200 stream, after the content) or ``auto`` (see :func:`~openprogram_sim.wire.
-    encode`)."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    """Extra response headers."""
-    cut_after: int | None = None
-    """Drop the connection after this many body chunks (0: right after the headers),
-    without ending the response: the client sees a broken transfer."""
-    corrupt_chunk: int | None = None
-    """Replace body chunk N (from 1) with bytes the client cannot parse (invalid JSON in
-    an SSE event or a JSON body, a bad checksum in an AWS event-stream frame)."""
-    interval: float = 0.0
-    """Real seconds between body chunks; each chunk (an SSE event, an event-stream frame)
-    is then its own write. Without it the body is written at once, as a server writes a
-    reply that is ready (the client reads the same bytes)."""
-
-    @classmethod
-    def coerce(cls, value: WireFault | Mapping[str, Any] | None) -> WireFault:
-        """A WireFault from itself, a dict of its fields, or ``None`` (no fault)."""
-        if value is None:
-            return _NONE
-        if isinstance(value, WireFault):
-            return value
-        if not isinstance(value, Mapping):
-            raise TypeError(f"wire: must be a dict of {', '.join(_KEYS)}; got {value!r}")
-        unknown = sorted(set(value) - set(_KEYS))
-        if unknown:
-            raise ValueError(f"unknown wire key(s) {unknown}; allowed: {', '.join(_KEYS)}")
-        fault = cls(**dict(value))
-        fault._check()
-        return fault
-
-    def _check(self) -> None:
-        if self.status is not None and not 400 <= self.status <= 599:
-            raise ValueError(
-                f"wire.status must be an HTTP error status (400-599), got {self.status}"
-            )
-        for name in ("cut_after", "corrupt_chunk"):
-            value = getattr(self, name)
-            low = 0 if name == "cut_after" else 1
-            if value is not None and (not isinstance(value, int) or value < low):
-                raise ValueError(f"wire.{name} must be an integer >= {low}, got {value!r}")
-        if self.interval < 0:
-            raise ValueError(f"wire.interval must be >= 0 seconds, got {self.interval}")
-        if self.error_mode not in ("auto", "http", "stream"):
-            raise ValueError(
-                f"wire.error_mode must be auto, http or stream, got {self.error_mode!r}"
-            )
-
-
-_KEYS = tuple(f.name for f in fields(WireFault))
-_NONE = WireFault()
-
-
-def split_turn(value: TurnLike | tuple[TurnLike, WireFault]) -> tuple[Turn, WireFault]:
-    """A turn and its wire fault from a dict with an optional ``wire:`` key, a
-    :class:`~openprogram_sim.models.Turn` (no fault), a string, or a ready pair."""
-    if isinstance(value, tuple):
-        turn, fault = value
-        return Turn.coerce(turn), WireFault.coerce(fault)
-    if isinstance(value, Mapping) and "wire" in value:
-        rest = {k: v for k, v in value.items() if k != "wire"}
-        return Turn.coerce(rest), WireFault.coerce(value["wire"])
-    return Turn.coerce(value), _NONE
+__all__ = ["Delivery", "Step", "deliver"]
 
 
 class Step(Enum):
@@ -206,7 +105,7 @@ class Delivery:
 def deliver(
     api: str,
     turn: Turn,
-    fault: WireFault = _NONE,
+    fault: WireFault = NO_FAULT,
     *,
     stream: bool,
     model: str = "scripted",
@@ -332,32 +231,3 @@ def _corrupt(response: WireResponse, n: int) -> WireResponse:
     else:
         chunks[n - 1] = _CORRUPT_JSON
     return WireResponse(response.status, response.headers, chunks)
-
-
-# --------------------------------------------------------------------------- scenarios
-
-
-def as_scenario(source: object) -> Scenario | None:
-    """``source`` if it is a loaded scenario (without importing the scenario package for
-    anything else: a Scenario object means it is already loaded)."""
-    module = sys.modules.get("openprogram_sim.scenario")
-    scenario: Scenario | None = None
-    if module is not None and isinstance(source, module.Scenario):
-        scenario = source
-    return scenario
-
-
-def scenario_script(scenario: Scenario) -> list[tuple[Turn, WireFault]]:
-    """The scenario's ``model:`` turns, each with its ``wire:`` fault."""
-    from openprogram_sim.scenario import build_model
-
-    turns = build_model(scenario).turns
-    raw = scenario.model if isinstance(scenario.model, list) else []
-    faults = [WireFault.coerce(_plain(getattr(t, "wire", None))) for t in raw]
-    return list(zip(turns, faults, strict=True))
-
-
-def _plain(spec: Any) -> Any:
-    """A ``wire:`` spec as a dict, whether the schema keeps it as one or as a model."""
-    dump = getattr(spec, "model_dump", None)
-    return dump(exclude_none=True) if callable(dump) else spec

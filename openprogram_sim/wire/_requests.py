@@ -3,7 +3,7 @@
 :func:`read_request` is the inverse of what the adapters send (``build_request`` and
 ``tool_choice_fields`` of each API), written against the wire shapes so it also reads what
 other clients send (the official SDKs, other agent frameworks). It gives the same keys as
-:func:`~openprogram_sim.scenario.request_to_dict`.
+:func:`~openprogram_sim.play.request_to_dict`.
 
 What HTTP cannot carry is read as follows:
 

@@ -11,30 +11,24 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx2
 
 from openprogram_sim.errors import WireEncodeError
-from openprogram_sim.models import Turn
-from openprogram_sim.wire._encode import ErrorMode, TurnLike
-from openprogram_sim.wire._errors import error_response
-from openprogram_sim.wire._faults import (
-    Delivery,
-    DeliveryStep,
-    Step,
+from openprogram_sim.models import (
+    ErrorMode,
+    Turn,
+    TurnLike,
     WireFault,
-    as_scenario,
-    deliver,
-    scenario_script,
+    refuse_scenario,
     split_turn,
 )
+from openprogram_sim.wire._errors import error_response
+from openprogram_sim.wire._faults import Delivery, DeliveryStep, Step, deliver
 from openprogram_sim.wire._plan import WireResponse
 from openprogram_sim.wire._routing import model_of, route
-
-if TYPE_CHECKING:
-    from openprogram_sim.scenario import Scenario
 
 __all__ = [
     "CREDENTIAL_HEADERS",
@@ -239,9 +233,9 @@ class ScriptedWire:
     Use :meth:`handler` (or the object itself) as an ``httpx2.MockTransport`` handler, or
     :attr:`transport` / :meth:`client` for a ready transport or ``httpx2.AsyncClient``. The
     API and streaming mode come from each request (:func:`route`), so one script can serve
-    any adapter. ``turns`` may be a loaded :class:`~openprogram_sim.scenario.Scenario` (its
-    ``model:`` turns); a list item may be a ready :class:`WireResponse`, served as is (for
-    hand-made faults).
+    any adapter. A scenario's turns are :meth:`Scenario.script()
+    <openprogram_sim.scenario.Scenario.script>`; a list item may be a ready
+    :class:`WireResponse`, served as is (for hand-made faults).
 
     A turn's faults (its ``wire:`` key or a ``(turn, WireFault)`` pair, ``latency``,
     ``fault: raise`` and ``hang``) are delivered by the code the loopback server delivers
@@ -267,19 +261,14 @@ class ScriptedWire:
 
     def __init__(
         self,
-        turns: Scenario | Iterable[TurnLike | tuple[TurnLike, WireFault] | WireResponse] = (),
+        turns: Iterable[TurnLike | tuple[TurnLike, WireFault] | WireResponse] = (),
         *,
         chunk_size: int = 24,
         error_status: int = 500,
         error_mode: ErrorMode = "auto",
     ) -> None:
-        scenario = as_scenario(turns)
-        items: list[tuple[Turn, WireFault] | WireResponse]
-        if scenario is not None:
-            items = list(scenario_script(scenario))
-        else:
-            given = cast("Iterable[TurnLike | tuple[TurnLike, WireFault] | WireResponse]", turns)
-            items = [t if isinstance(t, WireResponse) else split_turn(t) for t in given]
+        refuse_scenario(turns, "ScriptedWire()")
+        items = [t if isinstance(t, WireResponse) else split_turn(t) for t in turns]
         self.turns: list[Turn | WireResponse] = [
             t if isinstance(t, WireResponse) else t[0] for t in items
         ]

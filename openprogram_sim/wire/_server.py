@@ -1,4 +1,4 @@
-"""The wire server: a scenario's model turns over real HTTP on loopback (uvicorn), in a
+"""The wire server: a script's model turns over real HTTP on loopback (uvicorn), in a
 background thread (:func:`serve`) or in the foreground (``openprogram-sim serve``)."""
 
 from __future__ import annotations
@@ -13,16 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+from openprogram_sim.models import TurnLike, WireFault, refuse_scenario
+from openprogram_sim.trace import Failure, render_failures
 from openprogram_sim.wire._app import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, WireApp
 from openprogram_sim.wire._delivering import QUIET_CUTS
-from openprogram_sim.wire._encode import TurnLike
-from openprogram_sim.wire._faults import WireFault, scenario_script
 from openprogram_sim.wire._scripted import WireRequest
-from openprogram_sim.wire._session import Session, SessionReport, render_failures
+from openprogram_sim.wire._session import RequestCheck, Session, SessionReport
 
 if TYPE_CHECKING:
     from openprogram.providers import Provider
-    from openprogram_sim.scenario import Failure, Scenario
 
 __all__ = ["ServeReport", "WireServer", "serve"]
 
@@ -69,9 +68,9 @@ class _Uvicorn(uvicorn.Server):
 
 @dataclass(slots=True)
 class ServeReport:
-    """What the server's clients did, checked against the script and the scenario:
-    turns left unserved, failed requests, and ``expect.requests`` (the same failures
-    ``openprogram-sim run`` prints), over the live sessions and those that ended."""
+    """What the server's clients did, checked against the script and the request check:
+    turns left unserved, failed requests, and a scenario's ``expect.requests`` (the same
+    failures ``openprogram-sim run`` prints), over the live sessions and those that ended."""
 
     failures: list[Failure] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
@@ -104,8 +103,9 @@ class WireServer:
 
     def __init__(
         self,
-        turns: Scenario | Iterable[TurnLike | tuple[TurnLike, WireFault]],
+        turns: Iterable[TurnLike | tuple[TurnLike, WireFault]],
         *,
+        check: RequestCheck | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         chunk_size: int = 24,
@@ -114,12 +114,9 @@ class WireServer:
         session_ttl: float | None = DEFAULT_SESSION_TTL,
         max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     ) -> None:
-        from openprogram_sim.scenario import Scenario
-
-        self.scenario = turns if isinstance(turns, Scenario) else None
-        script = scenario_script(turns) if isinstance(turns, Scenario) else list(turns)
+        refuse_scenario(turns, "WireServer()")
         self.app = WireApp(
-            script, chunk_size=chunk_size, cycle=cycle, log=log, scenario=self.scenario,
+            turns, chunk_size=chunk_size, cycle=cycle, log=log, check=check,
             session_ttl=session_ttl, max_sessions=max_sessions,
         )  # fmt: skip
         self.host = host
@@ -244,9 +241,9 @@ class WireServer:
             report.assert_consumed()
 
     def check(self, session: str | None = None) -> ServeReport:
-        """Unserved turns, failed requests, and the scenario's ``expect.requests`` against
-        what the clients sent: in ``session`` (given; live, else as it ended), else in every
-        session used, ended ones included."""
+        """Unserved turns, failed requests, and the request check (a scenario's
+        ``expect.requests``) against what the clients sent: in ``session`` (given; live,
+        else as it ended), else in every session used, ended ones included."""
         report = ServeReport()
         for one in self._reports(session):
             report.add(one)
@@ -257,8 +254,6 @@ class WireServer:
     def _add_ended(self, report: ServeReport) -> None:
         """What is kept of ended sessions beyond their failing reports: counts, and the
         requests refused for the cap."""
-        from openprogram_sim.scenario import Failure
-
         ended, app = self.app.ended, self.app
         report.model_calls += ended.model_calls - sum(r.model_calls for r in ended.failing)
         if ended.passed:
@@ -285,18 +280,18 @@ class WireServer:
         """The reports to check: ``session``'s, else every session used (live, then the
         failing ones that ended)."""
         app = self.app
-        scenario = self.scenario
+        check = app.check
         if session is not None:
             if session not in app.sessions:
                 kept = app.ended.get(session)
                 if kept is not None:
                     return [kept]
-            return [app.session(session).report(scenario)]
+            return [app.session(session).report(check)]
         app.sweep()
         live = [s for s in app.sessions.values() if s.used]
         if not live and not app.ended.count:
             live = [app.session(None)]
-        return [s.report(scenario) for s in live] + app.ended.failing
+        return [s.report(check) for s in live] + app.ended.failing
 
 
 def _check_api(api: str) -> str:
@@ -323,8 +318,9 @@ def _bind(host: str, port: int) -> socket.socket:
 
 @contextmanager
 def serve(
-    scenario: Scenario | Iterable[TurnLike | tuple[TurnLike, WireFault]] | str,
+    turns: Iterable[TurnLike | tuple[TurnLike, WireFault]],
     *,
+    check: RequestCheck | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
     chunk_size: int = 24,
@@ -332,14 +328,19 @@ def serve(
     session_ttl: float | None = DEFAULT_SESSION_TTL,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
 ) -> Iterator[WireServer]:
-    """Serve a scenario (a :class:`~openprogram_sim.scenario.Scenario`, a path to its
-    file, or a list of turns) on a real loopback port from a background thread::
+    """Serve a script (a list of turns, each optionally with a ``wire:`` fault) on a real
+    loopback port from a background thread::
 
-        with serve("scenarios/basics/one_tool.yaml") as server:
+        with serve([{"tool_calls": [{"search": {"q": "tides"}}]}, "Done."]) as server:
             client = openai.OpenAI(base_url=server.base_url("openai"), api_key="x")
             ...  # your agent, against the scripted model
             server.assert_consumed()
             assert server.check().passed, server.check().render()
+
+    A scenario file is served by :func:`openprogram_sim.play.serve_scenario`, which passes
+    its :meth:`~openprogram_sim.scenario.Scenario.script` and checks its
+    ``expect.requests`` (``check=``: any callable from the sessions' request fields to
+    failures).
 
     ``port=0`` picks a free port. Turns may carry a ``wire:`` fault (see
     :class:`WireFault`). ``cycle=True`` starts the script over when it runs out.
@@ -350,12 +351,9 @@ def serve(
     both stay in :meth:`WireServer.check`. A request that would open more than
     ``max_sessions`` live sessions gets HTTP 503 in its API's error shape.
     """
-    if isinstance(scenario, str):
-        from openprogram_sim.scenario import load_scenario
-
-        scenario = load_scenario(scenario)
+    refuse_scenario(turns, "serve()")
     server = WireServer(
-        scenario, host=host, port=port, chunk_size=chunk_size, cycle=cycle,
+        turns, check=check, host=host, port=port, chunk_size=chunk_size, cycle=cycle,
         session_ttl=session_ttl, max_sessions=max_sessions,
     )  # fmt: skip
     server.start()

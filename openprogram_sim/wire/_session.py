@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from openprogram_sim.models import Turn
-from openprogram_sim.wire._faults import WireFault
+from openprogram_sim.models import Turn, WireFault
+from openprogram_sim.trace import Failure, render_failures
 from openprogram_sim.wire._requests import read_request
 from openprogram_sim.wire._scripted import WireRequest
 
-if TYPE_CHECKING:
-    from openprogram_sim.scenario import Failure, Scenario
+__all__ = ["EndedSessions", "RequestCheck", "Session", "SessionReport"]
 
-__all__ = ["EndedSessions", "Session", "SessionReport"]
+RequestCheck = Callable[[list[dict[str, Any]]], list[Failure]]
+"""Checks what a session's client sent: each model call as the fields
+:func:`~openprogram_sim.wire.read_request` reads, in call order, to the failures found
+(a scenario's ``expect.requests``: :func:`openprogram_sim.play.request_check`)."""
 
 SessionState = Literal["live", "ended", "expired"]
 
@@ -129,12 +131,10 @@ class Session:
         ]
 
     def report(
-        self, scenario: Scenario | None = None, state: SessionState = "live"
+        self, check: RequestCheck | None = None, state: SessionState = "live"
     ) -> SessionReport:
-        """This session checked: failed requests, turns never requested and, given the
-        scenario, its ``expect.requests`` against what the client sent."""
-        from openprogram_sim.scenario import Failure, check_requests
-
+        """This session checked: failed requests, turns never requested and, given a
+        request check, what the client sent against it."""
         errors = self.errors
         calls = len(self.calls)
         unconsumed = self.unconsumed
@@ -147,8 +147,8 @@ class Session:
                     "remove them, or check why the client stopped early",
                 )
             )
-        if scenario is not None:
-            failures += check_requests(scenario, self.request_fields())
+        if check is not None:
+            failures += check(self.request_fields())
         return SessionReport(
             name=self.name, state=state, turns=len(self.script), served=self.served,
             unconsumed=unconsumed, model_calls=calls, requests=len(self.requests),
@@ -247,13 +247,6 @@ class SessionReport:
             ],
             "report": self.render(),
         }
-
-
-def render_failures(failures: Sequence[Failure]) -> str:
-    """Failures as the CLI prints them: a line each, its location and diff indented."""
-    lines = [f"- {f.title}" + "".join(f"\n  {x}" for x in f.explained.splitlines())
-             for f in failures]  # fmt: skip
-    return "\n".join(lines)
 
 
 class EndedSessions:

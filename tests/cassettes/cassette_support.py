@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from openprogram_sim.cassettes import Cassette
-from openprogram_sim.scenario import RunOutcome, Scenario, arun_scenario, parse_scenario
+from openprogram_sim.scenario import Scenario, parse_scenario
+from openprogram_sim.play import RunOutcome, arun_scenario
 
 MODELS = {
     "openai-chat": "openai:gpt-4o-mini",

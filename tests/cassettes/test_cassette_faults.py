@@ -10,7 +10,8 @@ import pytest
 from cassette_support import MODELS, record, session, set_secrets, with_cassette
 
 from openprogram_sim.cassettes import Cassette, ReplayFault
-from openprogram_sim.scenario import check_outcome, parse_scenario, run_scenario
+from openprogram_sim.scenario import parse_scenario
+from openprogram_sim.play import check_outcome, run_scenario
 from openprogram_sim.wire import serve
 
 

@@ -22,7 +22,8 @@ from openprogram_sim.cassettes import (
 from openprogram_sim.cassettes._format import EXTRA
 from openprogram_sim.cassettes._scrub import scrub_response
 from openprogram_sim.cassettes._secrets import known_secrets
-from openprogram_sim.scenario import parse_scenario, run_scenario
+from openprogram_sim.scenario import parse_scenario
+from openprogram_sim.play import run_scenario
 from openprogram_sim.wire import serve
 
 OPENAI_SHAPE = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2

@@ -25,7 +25,8 @@ from cassette_support import (
 
 from openprogram_sim.cassettes import distill_yaml
 from openprogram_sim.cli import main
-from openprogram_sim.scenario import check_outcome, load_scenario, parse_scenario, run_scenario
+from openprogram_sim.scenario import load_scenario, parse_scenario
+from openprogram_sim.play import check_outcome, run_scenario
 from openprogram_sim.wire import serve
 
 

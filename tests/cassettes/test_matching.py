@@ -19,9 +19,10 @@ from cassette_support import (
 )
 
 from openprogram_sim.cassettes import Cassette, CassetteError, CassetteMismatchError
-from openprogram_sim.cassettes._match import IgnoreList, differences, parse_path
+from openprogram_sim.trace import IgnoreList, differences, parse_path
 from openprogram_sim.errors import ScenarioError
-from openprogram_sim.scenario import check_outcome, parse_scenario, run_scenario
+from openprogram_sim.scenario import parse_scenario
+from openprogram_sim.play import check_outcome, run_scenario
 from openprogram_sim.wire import serve
 
 CHANGED = SESSION.replace('["sunny, 21°C", "rain, 12°C"]', '["sunny, 22°C", "rain, 12°C"]')

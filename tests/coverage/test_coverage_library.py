@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from openprogram_sim.coverage import CATALOGUE, BehaviourCoverage, behaviours_of
-from openprogram_sim.scenario import discover, load_scenario, run_scenario
+from openprogram_sim.scenario import discover, load_scenario
+from openprogram_sim.play import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "scenarios"

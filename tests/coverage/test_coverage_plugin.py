@@ -104,7 +104,7 @@ def test_without_the_options_nothing_is_registered_or_imported(library: pytest.P
         passed=len(list((library.path / "scenarios").rglob("*.yaml")))
     )
     code = (
-        "import sys, openprogram_sim.pytest_plugin\n"
+        "import sys, openprogram_sim.plugin\n"
         "loaded = [m for m in ('coverage', 'openprogram_sim.coverage') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from openprogram_sim.coverage import CATALOGUE
 from openprogram_sim.report import invalid_record, render_report, scenario_record
-from openprogram_sim.scenario import check_outcome, discover, load_scenario, run_scenario
+from openprogram_sim.scenario import discover, load_scenario
+from openprogram_sim.play import check_outcome, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 

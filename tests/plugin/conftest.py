@@ -11,13 +11,15 @@ import hypothesis
 import pytest
 from plugin_data import write_scenarios
 
-import openprogram_sim._fixtures
+import openprogram_sim.play
+import openprogram_sim.plugin._objects
 import openprogram_sim.report
 import openprogram_sim.scenario
 
 PRELOADED = (
     hypothesis,
-    openprogram_sim._fixtures,
+    openprogram_sim.plugin._objects,
+    openprogram_sim.play,
     openprogram_sim.report,
     openprogram_sim.scenario,
 )

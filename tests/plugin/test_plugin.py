@@ -44,7 +44,7 @@ def test_a_failure_shows_the_trace_diff_and_no_internal_traceback(
         ]
     )
     out = result.stdout.str()
-    for internal in ("Traceback", "pytest_plugin.py", "runtest", "raise ScenarioFailed"):
+    for internal in ("Traceback", "openprogram_sim/plugin", "runtest", "raise ScenarioFailed"):
         assert internal not in out
 
 
@@ -248,7 +248,7 @@ def test_python_tests_using_the_fixtures_appear_in_the_report(
 
 def test_the_plugin_imports_no_harness_at_start_up() -> None:
     code = (
-        "import sys, openprogram_sim.pytest_plugin as p\n"
+        "import sys, openprogram_sim.plugin as p\n"
         "heavy = [m for m in ('pydantic', 'yaml', 'jinja2', 'openprogram', "
         "'openprogram_sim.scenario') if m in sys.modules]\n"
         "assert not heavy, heavy\n"

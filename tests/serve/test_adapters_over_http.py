@@ -13,7 +13,8 @@ import pytest
 
 from openprogram_sim.cli import main
 from openprogram_sim.errors import WireEncodeError
-from openprogram_sim.scenario import Scenario, build_model, load_scenario, run_scenario
+from openprogram_sim.scenario import Scenario, load_scenario
+from openprogram_sim.play import build_model, run_scenario
 from openprogram_sim.wire import APIS, WireServer, encode
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"

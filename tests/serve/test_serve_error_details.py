@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from openprogram_sim.scenario import load_scenario, run_scenario
+from openprogram_sim.scenario import load_scenario
+from openprogram_sim.play import run_scenario
 from openprogram_sim.wire import APIS, WireServer, serve
 
 SCENARIO = load_scenario(

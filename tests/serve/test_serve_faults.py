@@ -99,7 +99,8 @@ def test_a_fault_the_response_cannot_carry_is_a_500_saying_why() -> None:
 def test_a_scenario_file_carries_wire_faults(tmp_path: Path) -> None:
     """``wire:`` under a model turn in a file: the server cuts the stream after chunk 2, and
     the scripted model (which plays the same file) ignores the key."""
-    from openprogram_sim.scenario import load_scenario, run_scenario
+    from openprogram_sim.scenario import load_scenario
+    from openprogram_sim.play import run_scenario
 
     path = tmp_path / "cut.yaml"
     path.write_text(

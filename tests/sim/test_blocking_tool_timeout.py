@@ -17,7 +17,7 @@ from types import FrameType
 import pytest
 
 from openprogram_sim import RunOutcome, check_outcome, load_scenario, run_scenario
-from openprogram_sim.scenario._runner import _loop
+from openprogram_sim.play._runner import _loop
 
 pytestmark = pytest.mark.skipif(
     not hasattr(signal, "setitimer"), reason="the deadline's timer needs POSIX setitimer"

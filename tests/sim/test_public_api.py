@@ -1,5 +1,5 @@
-"""The harness's public names are pinned: what each face exports, where its classes say they
-live, and the deprecated import paths that keep working for one release."""
+"""The harness's public names are pinned: what each face exports and where its classes say
+they live."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import inspect
 import subprocess
 import sys
 import types
-import warnings
 
 import pytest
 
@@ -20,6 +19,7 @@ FACES = [
     "openprogram_sim.cli",
     "openprogram_sim.fuzz",
     "openprogram_sim.models",
+    "openprogram_sim.play",
     "openprogram_sim.report",
     "openprogram_sim.scenario",
     "openprogram_sim.trace",
@@ -40,7 +40,7 @@ def _public(module: types.ModuleType) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("name", FACES + MODULES + ["openprogram_sim.pytest_plugin"])
+@pytest.mark.parametrize("name", FACES + MODULES + ["openprogram_sim.plugin"])
 def test_every_name_in_all_is_importable(name: str) -> None:
     module = importlib.import_module(name)
     assert module.__all__, name
@@ -91,7 +91,7 @@ def test_public_classes_name_a_public_module(face: str, attr: str, cls: type) ->
 
 def test_the_top_level_face_offers_what_a_test_needs() -> None:
     from openprogram_sim.models import ScriptedModel
-    from openprogram_sim.scenario import run_scenario
+    from openprogram_sim.play import run_scenario
     from openprogram_sim.trace import assert_events
 
     assert openprogram_sim.ScriptedModel is ScriptedModel
@@ -128,34 +128,24 @@ def test_importing_the_face_loads_no_subpackage() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-OLD_PATHS = [
-    ("openprogram_sim.scripted", "ScriptedModel", "openprogram_sim.models"),
-    ("openprogram_sim.scripted", "ScriptExhaustedError", "openprogram_sim.errors"),
-    ("openprogram_sim.strategies", "scenarios", "openprogram_sim.fuzz.strategies"),
-    ("openprogram_sim.runner", "run_scenario", "openprogram_sim.scenario"),
-    ("openprogram_sim.runner", "ToolFailure", "openprogram_sim.errors"),
-    ("openprogram_sim.check", "check_outcome", "openprogram_sim.scenario"),
-    ("openprogram_sim.matchers", "matches", "openprogram_sim.trace"),
-    ("openprogram_sim.clock", "VirtualClock", "openprogram_sim.models"),
-]
+def test_the_deprecated_aliases_are_gone() -> None:
+    """0.1.0 was never released: the old paths were deleted, not kept for a release."""
+    for old in ("check", "runner", "scripted", "strategies", "matchers", "clock", "pytest_plugin"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"openprogram_sim.{old}")
 
 
-@pytest.mark.parametrize(("old", "attr", "new"), OLD_PATHS)
-def test_old_import_paths_work_with_a_deprecation_warning(old: str, attr: str, new: str) -> None:
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=f"{old} moved to"):
-        module = importlib.import_module(old)
-    assert getattr(module, attr) is getattr(importlib.import_module(new), attr)
-    sys.modules.pop(old, None)
+def test_a_scenario_is_served_by_play_and_wire_refuses_it_with_the_fix() -> None:
+    from openprogram_sim.scenario import parse_scenario
+    from openprogram_sim.wire import ScriptedWire, serve
 
-
-def test_assert_events_from_the_plugin_module_warns_and_works() -> None:
-    import openprogram_sim.pytest_plugin as plugin
-    from openprogram_sim.trace import assert_events
-
-    with pytest.warns(DeprecationWarning, match="moved to openprogram_sim.trace.assert_events"):
-        moved = plugin.assert_events
-    assert moved is assert_events
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert plugin.ModelFactory.__name__ == "ModelFactory"  # not deprecated
+    scenario = parse_scenario(
+        "scenario: s\nexec: {content: hi}\nmodel: [{text: hello}]\n", path="s.yaml"
+    )
+    with pytest.raises(TypeError, match=r"pass scenario\.script\(\).*serve_scenario"):
+        ScriptedWire(scenario)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"not the path 's\.yaml'.*serve_scenario\(path\)"):
+        with serve("s.yaml"):  # type: ignore[arg-type]
+            pass
+    wire = ScriptedWire(scenario.script())
+    assert [t.text for t in wire.turns] == ["hello"]

@@ -14,7 +14,8 @@ from openprogram.events import ProviderEvent
 from openprogram.providers import Context, StreamOptions
 from openprogram.providers.anthropic import AnthropicProvider
 from openprogram_sim import ScriptedModel, check_outcome, load_scenario, run_scenario
-from openprogram_sim.scenario import arun_scenario, build_model, parse_scenario
+from openprogram_sim.scenario import parse_scenario
+from openprogram_sim.play import arun_scenario, build_model
 from openprogram_sim.wire import ScriptedWire
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
@@ -115,7 +116,7 @@ def test_run_scenario_inside_a_running_loop_says_to_await_instead() -> None:
 
 def test_a_background_task_a_tool_leaves_is_cancelled_after_the_run() -> None:
     from openprogram import Runtime, ToolRegistry
-    from openprogram_sim.scenario._runner import _cancel_leftovers, _loop
+    from openprogram_sim.play._runner import _cancel_leftovers, _loop
 
     scenario = load_scenario(ONE_PICK)
     started: list[asyncio.Task[None]] = []

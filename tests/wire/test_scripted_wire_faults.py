@@ -19,13 +19,8 @@ import httpx2
 import pytest
 from wire_support import MODE_IDS, MODES, make_provider
 
-from openprogram_sim.scenario import (
-    RunOutcome,
-    Scenario,
-    check_outcome,
-    load_scenario,
-    run_scenario,
-)
+from openprogram_sim.scenario import Scenario, load_scenario
+from openprogram_sim.play import RunOutcome, check_outcome, run_scenario
 from openprogram_sim.wire import ScriptedWire, WireFault, WireServer
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
@@ -378,7 +373,7 @@ def test_the_comparison_sees_a_fault_left_out(
 ) -> None:
     """Negative control: the same turns without their ``wire:`` key in process (what
     ScriptedWire used to serve) do not give the server's outcome."""
-    from openprogram_sim.scenario import build_model
+    from openprogram_sim.play import build_model
 
     scenario = scenarios["cut_after"]
     wire = ScriptedWire(build_model(scenario).turns)  # the turns alone, no faults

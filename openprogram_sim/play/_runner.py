@@ -19,20 +19,17 @@ from typing import Any
 from openprogram import Runtime
 from openprogram.events import AgentEvent, ProviderEvent
 from openprogram.providers import Context, Provider, StreamOptions
-from openprogram.types import (
-    Usage,
-)
+from openprogram.types import Usage
 from openprogram_sim.errors import MisuseError
-from openprogram_sim.models import ScriptedModel, ScriptedRequest, Turn, TurnToolCall
-from openprogram_sim.scenario._build import Build, Injections, entry
-from openprogram_sim.scenario._deadline import (
+from openprogram_sim.models import ScriptedModel, ScriptedRequest
+from openprogram_sim.play._build import Build, Injections, entry
+from openprogram_sim.play._deadline import (
     CANCEL_SECONDS,
     Deadline,
     LoopBlockedError,
     blocked_by,
 )
-from openprogram_sim.scenario._python import scenario_env
-from openprogram_sim.scenario._schema import ModelTurn, Scenario
+from openprogram_sim.scenario import Scenario, scenario_env
 from openprogram_sim.trace import TraceRecorder
 
 __all__ = [
@@ -161,27 +158,9 @@ def _message_fields(message: Any) -> dict[str, Any]:
     return fields
 
 
-def _turn(turn: ModelTurn) -> Turn:
-    return Turn(
-        text=turn.text,
-        thinking=turn.thinking,
-        tool_calls=[TurnToolCall.coerce(c) for c in turn.tool_calls],
-        stop_reason=turn.stop_reason,
-        error=turn.error,
-        error_reason=turn.error_reason,
-        retryable=turn.retryable,
-        retry_after=turn.retry_after,
-        usage=Usage(**turn.usage) if turn.usage is not None else None,
-        fault=turn.fault,
-        latency=turn.latency,
-    )
-
-
 def build_model(scenario: Scenario) -> ScriptedModel:
     """The scripted model for the scenario's ``model:`` turns."""
-    if not isinstance(scenario.model, list):
-        raise TypeError(f"{scenario.path}: model: names a cassette, not a list of turns")
-    return ScriptedModel([_turn(t) for t in scenario.model])
+    return ScriptedModel([turn for turn, _ in scenario.script()])
 
 
 def _scenario_model(scenario: Scenario) -> Provider:
@@ -189,6 +168,7 @@ def _scenario_model(scenario: Scenario) -> Provider:
     the real adapter."""
     if isinstance(scenario.model, list):
         return build_model(scenario)
+    # vcrpy loads only for a scenario that names a cassette (a floor below: not a circle)
     from openprogram_sim.cassettes import scenario_provider
 
     return scenario_provider(scenario)

@@ -1,5 +1,5 @@
 """The pytest side of coverage: ``--openprogram-coverage*`` (the options are declared in
-:mod:`openprogram_sim.pytest_plugin`, which registers :class:`CoverageHooks` only when one
+:mod:`openprogram_sim.plugin`, which registers :class:`CoverageHooks` only when one
 of them is given, so a session without them pays nothing).
 
 Each scenario item's behaviours (and, with ``--openprogram-coverage-source``, where its
@@ -18,8 +18,12 @@ from typing import Any
 
 import pytest
 
-from openprogram_sim.coverage._catalogue import UnknownBehaviourError, parse_ids
-from openprogram_sim.coverage._summary import BehaviourCoverage, behaviours_of
+from openprogram_sim.coverage import (
+    BehaviourCoverage,
+    UnknownBehaviourError,
+    behaviours_of,
+    parse_ids,
+)
 
 __all__ = ["REPORT_ATTR", "CoverageHooks"]
 
@@ -72,7 +76,7 @@ class CoverageHooks:
         if self.controller:
             shutil.rmtree(self.parts, ignore_errors=True)
             return
-        from openprogram_sim.coverage._code import CodeCoverage, CoverageInUseError
+        from openprogram_sim.coverage import CodeCoverage, CoverageInUseError
 
         if self.worker is not None:
             self.parts.mkdir(parents=True, exist_ok=True)
@@ -87,7 +91,7 @@ class CoverageHooks:
             raise pytest.UsageError(f"--openprogram-coverage-source: {exc}") from None
 
     def _context(self, item: pytest.Item) -> str:
-        from openprogram_sim.pytest_plugin import ScenarioItem
+        from openprogram_sim.plugin._items import ScenarioItem
 
         if isinstance(item, ScenarioItem):
             try:
@@ -112,7 +116,7 @@ class CoverageHooks:
             data: dict[str, Any] = {"path": self._context(item)}
             data.update(behaviours_of(verdict.outcome).to_json())
             if self.sources:
-                from openprogram_sim.coverage._code import tool_locations
+                from openprogram_sim.coverage import tool_locations
 
                 data["tools"] = tool_locations([scenario])
             setattr(report, REPORT_ATTR, data)
@@ -146,7 +150,7 @@ class CoverageHooks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _tool_code(self) -> list[dict[str, Any]]:
-        from openprogram_sim.coverage._code import combine, tool_code
+        from openprogram_sim.coverage import combine, tool_code
 
         if self.controller:
             combine(self.data_file, sorted(self.parts.glob(self.data_file.name + ".*")))
@@ -172,7 +176,7 @@ class CoverageHooks:
             for line in self.coverage.table().splitlines():
                 write(line)
         if self.tool_code is not None:
-            from openprogram_sim.coverage._code import code_table
+            from openprogram_sim.coverage import code_table
 
             terminalreporter.write_sep("-", "openprogram tool code coverage")
             for line in code_table(self.tool_code, str(self.data_file)).splitlines():

@@ -20,8 +20,7 @@ from openprogram.types import (
     UserMessage,
 )
 from openprogram_sim.errors import ToolFailure
-from openprogram_sim.scenario._python import import_ref, import_roots
-from openprogram_sim.scenario._schema import ExecArgs, Scenario, ToolDef
+from openprogram_sim.scenario import ExecArgs, Scenario, ToolDef, import_ref, import_roots
 
 __all__ = ["Build", "Injections", "entry"]
 

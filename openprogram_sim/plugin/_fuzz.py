@@ -33,7 +33,7 @@ class FuzzChunkItem(pytest.Item):
         self.add_marker("openprogram_fuzz")
 
     def runtest(self) -> None:
-        from openprogram_sim.fuzz import run_chunk
+        from openprogram_sim.fuzz.loop import run_chunk
 
         done = run_chunk(self.index, **self.options)
         self.user_properties += [
@@ -86,7 +86,7 @@ class FuzzHooks:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        from openprogram_sim.fuzz import chunk_count
+        from openprogram_sim.fuzz.loop import chunk_count
 
         count = chunk_count(self.examples, self.chunk)
         options = {

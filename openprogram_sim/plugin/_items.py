@@ -15,7 +15,8 @@ import pytest
 
 if TYPE_CHECKING:
     from openprogram_sim.errors import ScenarioError
-    from openprogram_sim.scenario import Scenario, Verdict
+    from openprogram_sim.play import Verdict
+    from openprogram_sim.scenario import Scenario
 
 __all__ = [
     "InvalidScenarioItem",
@@ -25,6 +26,7 @@ __all__ = [
     "State",
     "display_path",
     "relpath",
+    "status_of",
 ]
 
 STATE = pytest.StashKey["State"]()
@@ -128,8 +130,8 @@ class ScenarioItem(pytest.Item):
         self.extra_keyword_matches.add(scenario.scenario)
 
     def runtest(self) -> None:
+        from openprogram_sim.play import check_outcome, run_scenario
         from openprogram_sim.report import scenario_props
-        from openprogram_sim.scenario import check_outcome, run_scenario
 
         assert self.scenario is not None, "a scenario item runs once"
         self.verdict = verdict = check_outcome(run_scenario(self.scenario))
@@ -182,3 +184,10 @@ class InvalidScenarioItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = next((i.line for i in self.error.issues if i.line is not None), 1)
         return self.path, line - 1, f"invalid scenario file: {self.path.name}"
+
+
+def status_of(report: pytest.TestReport) -> str:
+    """A test report's outcome as the HTML report names it."""
+    if report.skipped:
+        return "skipped"
+    return "passed" if report.passed else "failed"

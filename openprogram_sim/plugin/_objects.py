@@ -10,14 +10,8 @@ from typing import Any
 import yaml
 
 from openprogram_sim.models import AutoModel, FunctionModel, ScriptedModel
-from openprogram_sim.scenario import (
-    Scenario,
-    Verdict,
-    check_outcome,
-    load_scenario,
-    parse_scenario,
-    run_scenario,
-)
+from openprogram_sim.play import Verdict, check_outcome, run_scenario
+from openprogram_sim.scenario import Scenario, load_scenario, parse_scenario
 from openprogram_sim.trace import TraceRecorder
 
 __all__ = ["ModelFactory", "ScenarioRunner", "UsageRecorder"]

@@ -7,13 +7,15 @@ and a side-by-side of expected and actual fields).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram_sim.errors import MatchTimeoutError, ScriptExhaustedError
-from openprogram_sim.scenario._runner import RunOutcome
+from openprogram_sim.play._runner import RunOutcome
 from openprogram_sim.trace import (
+    Failure,
     describe,
     event_matches,
     match_events,
@@ -23,26 +25,7 @@ from openprogram_sim.trace import (
     show,
 )
 
-__all__ = ["Failure", "Verdict", "check_outcome", "check_requests"]
-
-
-@dataclass(slots=True)
-class Failure:
-    """One expectation that did not hold: what, where in the file, and the diff."""
-
-    title: str
-    detail: str = ""
-    where: str = ""
-    """``file:line`` of the expectation (or of the key the failure is about)."""
-
-    @property
-    def explained(self) -> str:
-        """The location line, then the detail (what the CLI and the report print)."""
-        at = f"at {self.where}" if self.where else ""
-        return "\n".join(part for part in (at, self.detail) if part)
-
-    def __str__(self) -> str:
-        return f"{self.title}\n{self.explained}" if self.explained else self.title
+__all__ = ["Verdict", "check_outcome", "check_requests", "request_check"]
 
 
 @dataclass(slots=True)
@@ -336,11 +319,17 @@ class _Requests:
 
 def check_requests(scenario: Any, requests: list[dict[str, Any]]) -> list[Failure]:
     """``scenario``'s ``expect.requests`` against ``requests`` (dicts as
-    :func:`~openprogram_sim.scenario.request_to_dict` gives them, or as the wire server
+    :func:`~openprogram_sim.play.request_to_dict` gives them, or as the wire server
     reads them from what a client sent): the same check, and diff, ``run`` uses."""
     out: list[Failure] = []
     _check_requests(_Requests(scenario, requests), out)  # type: ignore[arg-type]
     return out
+
+
+def request_check(scenario: Any) -> Callable[[list[dict[str, Any]]], list[Failure]]:
+    """:func:`check_requests` bound to ``scenario``: the ``check=`` that
+    :func:`~openprogram_sim.wire.serve` runs on each session's requests."""
+    return functools.partial(check_requests, scenario)
 
 
 def check_outcome(outcome: RunOutcome) -> Verdict:

@@ -1,0 +1,216 @@
+"""The pytest plugin (entry point ``pytest11: openprogram``).
+
+Options (group ``openprogram``)::
+
+    --openprogram-scenarios [PATHS]   collect every scenario file under PATHS (default:
+                                      scenarios/) as a test item; tags become markers
+    --openprogram-report PATH         write one self-contained HTML report
+    --openprogram-coverage            print which loop behaviours the scenarios exercise
+                                      and assert (the catalogue: docs/coverage.md)
+    --openprogram-coverage-json PATH  write that coverage as JSON
+    --openprogram-coverage-fail-under N, --openprogram-coverage-require ID,...
+                                      fail the session below a floor of behaviours
+    --openprogram-coverage-source PKG measure your tool code with coverage.py, one
+                                      context per scenario (--openprogram-coverage-data)
+    --openprogram-record-mode MODE    none (default, and always when CI is set), once,
+                                      new_episodes or all, for openprogram_cassette
+
+Each scenario file is one item (``path/to/file.yaml::<title>``); a failing one shows the
+verdict's diff, an invalid one its ``file:line`` errors. Scenario items carry JUnit
+properties (``model_calls``, ``tool_calls``, ``errors``, ``end_reason``, ``max_depth``,
+``rounds``).
+
+Fixtures for Python tests: ``openprogram_model`` (a scripted-model factory),
+``openprogram_trace`` (a trace recorder to subscribe), ``openprogram_scenario`` (runs a
+scenario and asserts its verdict), ``openprogram_serve`` (serves a scenario over loopback
+HTTP to any client) and ``openprogram_assert_events``. A test that used them appears in
+the report with its traces. Records travel to the pytest-xdist controller on the test
+reports, so ``-n`` runs write one report.
+
+``openprogram_cassette`` (with the ``openprogram_cassette`` marker naming its file, and the
+overridable ``openprogram_cassette_config``) records and replays every ``httpx``/``httpx2``
+client of a test (see :mod:`openprogram_sim.cassettes`).
+
+The hooks are here; each part has its module: options (``_options``), scenario items
+(``_items``), fixtures (``_fixtures``, their objects in ``_objects``), cassettes
+(``_cassettes``), behaviour coverage (``_coverage``), fuzz chunks (``_fuzz``) and the
+report's records under xdist (``_xdist``). Only pytest and the standard library are
+imported at start-up; the harness is imported when a scenario or fixture is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from openprogram_sim.plugin._cassettes import openprogram_cassette, openprogram_cassette_config
+from openprogram_sim.plugin._fixtures import (
+    openprogram_assert_events,
+    openprogram_model,
+    openprogram_scenario,
+    openprogram_serve,
+    openprogram_trace,
+)
+from openprogram_sim.plugin._items import (
+    STATE,
+    SUFFIXES,
+    InvalidScenarioItem,
+    ScenarioFailed,
+    ScenarioFile,
+    ScenarioItem,
+    State,
+)
+from openprogram_sim.plugin._xdist import COVERAGE, REPORT_ATTR, Collector, record_for
+
+if TYPE_CHECKING:
+    from openprogram_sim.plugin._objects import ModelFactory, ScenarioRunner
+
+__all__ = [
+    "REPORT_ATTR",
+    "InvalidScenarioItem",
+    "ModelFactory",
+    "ScenarioFailed",
+    "ScenarioFile",
+    "ScenarioItem",
+    "ScenarioRunner",
+    "openprogram_assert_events",
+    "openprogram_cassette",
+    "openprogram_cassette_config",
+    "openprogram_model",
+    "openprogram_scenario",
+    "openprogram_serve",
+    "openprogram_trace",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The fixture types load with the harness, not at pytest start-up.
+    if name in ("ModelFactory", "ScenarioRunner"):
+        from openprogram_sim.plugin import _objects
+
+        return getattr(_objects, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_COLLECTOR = pytest.StashKey[Collector]()
+
+
+# --------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    from openprogram_sim.plugin._options import add_options
+
+    add_options(parser)
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value is not False and value != []
+
+
+_COVERAGE_OPTIONS = (
+    "openprogram_coverage",
+    "openprogram_coverage_json",
+    "openprogram_coverage_fail_under",
+    "openprogram_coverage_require",
+    "openprogram_coverage_source",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    state = State(config)
+    config.stash[STATE] = state
+    collector = config.stash[_COLLECTOR] = Collector(state)
+    config.pluginmanager.register(collector, "openprogram-collector")
+    config.addinivalue_line(
+        "markers", "openprogram_scenario: a test item collected from a scenario file"
+    )
+    config.addinivalue_line(
+        "markers",
+        "openprogram_cassette(path=None, **options): the openprogram_cassette fixture's "
+        "file (relative to the test file) and Cassette options",
+    )
+    if any(_given(config.getoption(name, None)) for name in _COVERAGE_OPTIONS):
+        from openprogram_sim.plugin._coverage import CoverageHooks
+
+        hooks = config.stash[COVERAGE] = CoverageHooks(config)
+        config.pluginmanager.register(hooks, "openprogram-coverage")
+        hooks.start()
+    if config.getoption("openprogram_fuzz", None) is not None:
+        config.addinivalue_line("markers", "openprogram_fuzz: a chunk of a fuzz campaign")
+        from openprogram_sim.plugin._fuzz import FuzzHooks
+
+        config.pluginmanager.register(FuzzHooks(config), "openprogram-fuzz")
+    paths = config.getoption("openprogram_scenarios", None)
+    if paths is None:
+        return
+    base = config.invocation_params.dir
+    state.roots = [(base / p).resolve() for p in (paths or ["scenarios"])]
+    _add_collection_args(config, state.roots)
+
+
+def _add_collection_args(config: pytest.Config, roots: list[Path]) -> None:
+    """Make pytest walk the scenario paths too (unless an argument already covers them)."""
+    base = config.invocation_params.dir
+    given = [(base / str(a).split("::")[0]).resolve() for a in config.args]
+    for root in roots:
+        if not root.exists():
+            raise pytest.UsageError(f"--openprogram-scenarios: no such file or directory: {root}")
+        if not any(root == g or g in root.parents for g in given):
+            config.args.append(str(root))
+            given.append(root)
+
+
+# --------------------------------------------------------------------------- collection
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    state = parent.config.stash.get(STATE, None)
+    if state is None or not state.roots or file_path.suffix not in SUFFIXES:
+        return None
+    try:
+        real = file_path.resolve()
+    except (OSError, RuntimeError):  # a link that loops is not a scenario file
+        return None
+    if real in state.collected or not state.owns(real):
+        return None
+    state.collected.add(real)
+    file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
+    return file
+
+
+# --------------------------------------------------------------------------- records
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if item.config.getoption("openprogram_report", None):
+        record = record_for(item, report)  # records only feed the HTML report
+        if record is not None:
+            setattr(report, REPORT_ATTR, record)
+    if report.when == "call" and isinstance(item, ScenarioItem):
+        # reported: the scenario and its run need not stay alive to the session's end (a
+        # large heap makes every later full garbage collection, and pytest's at exit, slow)
+        item.verdict = None
+        item.scenario = None
+    return report
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = config.stash.get(_COLLECTOR, None)
+    if collector is not None:
+        config.pluginmanager.unregister(collector)
+    coverage = config.stash.get(COVERAGE, None)
+    if coverage is not None:
+        config.pluginmanager.unregister(coverage)
+
+
+for _cls in (InvalidScenarioItem, ScenarioFailed, ScenarioFile, ScenarioItem):
+    _cls.__module__ = __name__  # the public module users see in reprs
+del _cls
