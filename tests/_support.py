@@ -1,7 +1,13 @@
-"""Shared test helpers: run an exec and read its trace compactly."""
+"""Shared test helpers: run an exec and read its trace compactly; run the CLI in-process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from openprogram import Runtime, ToolRegistry
@@ -53,3 +59,51 @@ def make_runtime(turns: list[Any], **kwargs: Any) -> tuple[Runtime, ScriptedMode
     rec = TraceRecorder()
     runtime.subscribe(rec)
     return runtime, model, rec
+
+
+@dataclass(frozen=True, slots=True)
+class CliResult:
+    """What ``openprogram-sim ARGS`` did: the names of :class:`subprocess.CompletedProcess`."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> CliResult:
+    """``openprogram-sim ARGS`` in this process: ``main(argv)`` from ``cwd``, its exit status
+    (argparse's ``SystemExit`` too) and what it printed.
+
+    Much faster than a process, and as a user sees it for everything but the process itself:
+    keep a real process for signals (a run's SIGALRM deadline, Ctrl-C), coverage.py (pytest-cov
+    owns the tracer here) and the installed console script (the smoke tests). The user's own
+    modules the run imported from folders it put on ``sys.path`` are forgotten afterwards, so
+    the next test's ``tools.py`` is its own."""
+    from openprogram_sim.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    path, modules = list(sys.path), set(sys.modules)
+    try:
+        with (
+            contextlib.chdir(cwd or Path.cwd()),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse: usage errors and --help
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        _forget_user_modules(path, modules)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def _forget_user_modules(path: list[str], modules: set[str]) -> None:
+    """Restore ``sys.path`` and drop the modules imported from the folders added to it."""
+    added = [os.path.join(p, "") for p in sys.path if p not in path]
+    sys.path[:] = path
+    for name in set(sys.modules) - modules:
+        file = getattr(sys.modules[name], "__file__", None) or ""
+        ours = name.partition(".")[0] in ("openprogram", "openprogram_sim")  # repo root added
+        if not ours and file.startswith(tuple(added)):
+            del sys.modules[name]

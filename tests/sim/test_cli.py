@@ -1,4 +1,5 @@
-"""`openprogram-sim` as a user runs it: a real process, its output and exit status."""
+"""`openprogram-sim` as a user runs it: its output and exit status, through ``main(argv)``
+in-process; the smoke tests at the end run the installed console script as a real process."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _support import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
@@ -28,9 +30,8 @@ expect:
 """
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    command = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "openprogram_sim.cli"]
-    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+def run(*args: str, cwd: Path = ROOT) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 def test_all_passing_exits_zero_with_one_line_per_scenario(tmp_path: Path) -> None:
@@ -124,3 +125,25 @@ def test_tags_filter_and_columns_line_up(tmp_path: Path) -> None:
     assert dropped.stdout.splitlines()[-1].startswith("1 scenarios: 1 passed")
     both = run("run", ".", "-m", "basics", "-m", "slow", cwd=tmp_path)
     assert both.stdout.splitlines()[-1].startswith("3 scenarios: 3 passed")
+
+
+def smoke(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The console script ``pip install`` put beside this Python, as a real process."""
+    assert CLI.exists(), f"the console script is not installed: {CLI}"
+    return subprocess.run([str(CLI), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_smoke_the_installed_console_script_runs_a_file(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(PASSING)
+    result = smoke("run", "a.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS  a.yaml ")
+    assert result.stdout.splitlines()[-1].startswith("1 scenarios: 1 passed in ")
+
+
+def test_smoke_the_installed_console_script_prints_its_help(tmp_path: Path) -> None:
+    result = smoke("--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: openprogram-sim ")
+    for command in ("run", "schema", "init", "fuzz", "serve", "record", "distill"):
+        assert command in result.stdout
