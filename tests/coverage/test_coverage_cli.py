@@ -1,25 +1,21 @@
-"""`openprogram-sim run --coverage*` as a user runs it: a real process, its output, its exit
-status."""
+"""`openprogram-sim run --coverage*` as a user runs it (through ``main(argv)``, in-process):
+its output, its exit status."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from _support import CliResult, run_cli
 
 from openprogram_sim.coverage import CATALOGUE
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = Path(sys.executable).parent / "openprogram-sim"
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CLI), "run", *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
+def run(*args: str, cwd: Path = ROOT) -> CliResult:
+    return run_cli("run", *args, cwd=cwd)
 
 
 def test_the_table_lists_every_behaviour_with_its_counts() -> None:
