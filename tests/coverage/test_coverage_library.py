@@ -6,25 +6,21 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _support import CliResult, run_cli
 
 from openprogram_sim.coverage import CATALOGUE, BehaviourCoverage, behaviours_of
-from openprogram_sim.scenario import discover, load_scenario
 from openprogram_sim.play import run_scenario
+from openprogram_sim.scenario import discover, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "scenarios"
-CLI = Path(sys.executable).parent / "openprogram-sim"
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(CLI), *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
-    )
+def _cli(*args: str, cwd: Path) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 def _library_coverage() -> BehaviourCoverage:
