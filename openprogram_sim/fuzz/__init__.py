@@ -32,34 +32,37 @@ a tool raises becomes an error result and never leaves exec, results are JSON, a
 in time). A :class:`Breach` is written as a scenario file that replays the breaking call,
 naming your tools by import path, and kept only if it passes once the tool is stubbed as
 fixed and ``openprogram-sim run`` fails on it as the code is.
+
+The two campaigns have their own subpackages, :mod:`~openprogram_sim.fuzz.loop` (with
+``run_chunk`` and ``chunk_count``, one seeded chunk at a time, as the pytest plugin runs a
+campaign) and :mod:`~openprogram_sim.fuzz.tools`; the strategies, the invariants and what a
+campaign reports are shared. Importing this face loads nothing else: Hypothesis loads with
+the first campaign or strategy used.
 """
 
-from openprogram_sim.fuzz._campaign import (
-    CampaignResult,
-    ChunkResult,
-    FuzzFailure,
-    FuzzStats,
-    chunk_count,
-    reproduces,
-    run_campaign,
-    run_chunk,
-    scenario_from_bytes,
-)
-from openprogram_sim.fuzz._contract import BREACH_KINDS, Breach
-from openprogram_sim.fuzz._invariants import DOCUMENTED_ERRORS
-from openprogram_sim.fuzz._regression import derive_expect, write_regression
-from openprogram_sim.fuzz._rules import UnpredictableScenario
-from openprogram_sim.fuzz._run import check_invariants, run_generated
-from openprogram_sim.fuzz._target import TargetError, ToolTarget
-from openprogram_sim.fuzz._tools_campaign import run_tool_campaign
-from openprogram_sim.fuzz._trace_invariants import check_trace
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from openprogram_sim.fuzz._invariants import DOCUMENTED_ERRORS
+    from openprogram_sim.fuzz._results import BREACH_KINDS, Breach, CampaignResult, FuzzFailure
+    from openprogram_sim.fuzz._run import check_invariants, run_generated
+    from openprogram_sim.fuzz._stats import FuzzStats
+    from openprogram_sim.fuzz._trace_invariants import check_trace
+    from openprogram_sim.fuzz.loop import (
+        UnpredictableScenario,
+        derive_expect,
+        reproduces,
+        run_campaign,
+        write_regression,
+    )
+    from openprogram_sim.fuzz.tools import TargetError, ToolTarget, run_tool_campaign
 
 __all__ = [
     "BREACH_KINDS",
     "DOCUMENTED_ERRORS",
     "Breach",
     "CampaignResult",
-    "ChunkResult",
     "FuzzFailure",
     "FuzzStats",
     "TargetError",
@@ -67,18 +70,41 @@ __all__ = [
     "UnpredictableScenario",
     "check_invariants",
     "check_trace",
-    "chunk_count",
     "derive_expect",
     "reproduces",
     "run_campaign",
-    "run_chunk",
     "run_generated",
     "run_tool_campaign",
-    "scenario_from_bytes",
     "write_regression",
 ]
 
-for _cls in (Breach, CampaignResult, ChunkResult, FuzzFailure, FuzzStats, TargetError, ToolTarget,
-             UnpredictableScenario):  # fmt: skip
-    _cls.__module__ = __name__
-del _cls
+_WHERE = {
+    **dict.fromkeys(("BREACH_KINDS", "Breach", "CampaignResult", "FuzzFailure"), "_results"),
+    "DOCUMENTED_ERRORS": "_invariants",
+    "FuzzStats": "_stats",
+    **dict.fromkeys(("check_invariants", "run_generated"), "_run"),
+    "check_trace": "_trace_invariants",
+    **dict.fromkeys(
+        ("UnpredictableScenario", "derive_expect", "reproduces", "run_campaign",
+         "write_regression"),
+        "loop",
+    ),
+    **dict.fromkeys(("TargetError", "ToolTarget", "run_tool_campaign"), "tools"),
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> _typing.Any:
+    # Lazy (PEP 562): the invariants need no Hypothesis, and the campaigns load it; a name
+    # loads its module on first use. Classes say they live here (one home in reprs).
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f"{__name__}.{where}"), name)
+    if isinstance(value, type) and value.__module__.startswith(f"{__name__}._"):
+        value.__module__ = __name__
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

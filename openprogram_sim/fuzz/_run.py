@@ -7,7 +7,8 @@ import asyncio
 from typing import Any
 
 from openprogram_sim.fuzz._invariants import check_outcome_invariants
-from openprogram_sim.scenario import RunOutcome, Scenario, arun_scenario
+from openprogram_sim.play import RunOutcome, arun_scenario
+from openprogram_sim.scenario import Scenario
 
 __all__ = ["check_invariants", "run_generated"]
 

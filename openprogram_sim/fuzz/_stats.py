@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram_sim.fuzz._invariants import steering_triggers
-from openprogram_sim.scenario import RunOutcome
+from openprogram_sim.play import RunOutcome
 
 __all__ = ["FuzzStats"]
 
@@ -109,6 +109,3 @@ def _result_kind(e: dict[str, Any]) -> str:
     if text.startswith("Validation failed for tool "):
         return "invalid arguments"
     return "tool error"
-
-
-# --------------------------------------------------------------------------- chunks

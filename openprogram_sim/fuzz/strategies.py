@@ -50,9 +50,10 @@ from hypothesis.errors import InvalidArgument
 
 from openprogram_sim.fuzz import _generate as _s
 from openprogram_sim.fuzz import _schemas
-from openprogram_sim.fuzz._target import TargetError, ToolTarget
-from openprogram_sim.fuzz._usergen import (
+from openprogram_sim.fuzz.tools import (
     USER_KINDS,
+    TargetError,
+    ToolTarget,
     UserOptions,
     tool_call_strategy,
     user_scenario_strategy,

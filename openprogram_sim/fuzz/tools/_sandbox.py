@@ -7,13 +7,13 @@ would enforce it. So the runs happen in a child process: the parent sends a scen
 waits at most the run's limit plus the runner's grace, and on silence kills the child,
 reporting the hang with the call that was running (the child keeps the innermost running
 call in a small marker file as calls start and end). The next run starts a new child. The
-child keeps :func:`~openprogram_sim.scenario.run_scenario`'s SIGALRM deadline off (it
+child keeps :func:`~openprogram_sim.play.run_scenario`'s SIGALRM deadline off (it
 ignores SIGALRM): the kill also stops what that deadline cannot interrupt (C code, a tool
 that swallows the interrupt), and names the call with its arguments.
 
-In the child, the user's tools are probed (:mod:`openprogram_sim.fuzz._probe`), each run
-goes through the real runner (:func:`~openprogram_sim.scenario.run_scenario`), and the
-loop's invariants and the tool contract (:mod:`openprogram_sim.fuzz._contract`) are
+In the child, the user's tools are probed (:mod:`openprogram_sim.fuzz.tools._probe`), each
+run goes through the real runner (:func:`~openprogram_sim.play.run_scenario`), and the
+loop's invariants and the tool contract (:mod:`openprogram_sim.fuzz.tools._contract`) are
 checked there; only a small report comes back (the trace only when something broke). A
 ``BaseException`` a tool raises (``SystemExit``...) is caught around the run, and reported.
 """
@@ -37,11 +37,11 @@ from typing import Any
 
 from openprogram import ToolRegistry
 from openprogram.tools import Tool, as_tool
-from openprogram_sim.fuzz._contract import Breach
-from openprogram_sim.fuzz._probe import CallRecord, Probe
+from openprogram_sim.fuzz._results import Breach, CallRecord
 from openprogram_sim.fuzz._stats import FuzzStats
-from openprogram_sim.fuzz._target import ToolTarget
-from openprogram_sim.scenario._runner import _GRACE_SECONDS as _RUNNER_GRACE
+from openprogram_sim.fuzz.tools._probe import Probe
+from openprogram_sim.fuzz.tools._target import ToolTarget
+from openprogram_sim.play import GRACE_SECONDS as _RUNNER_GRACE
 
 __all__ = ["RunReport", "Sandbox"]
 
@@ -54,7 +54,7 @@ KILL_MARGIN = 1.0
 STARTUP_SECONDS = 60.0
 """How long a new child may take to start and import the user's code."""
 
-_CHILD = "import sys; from openprogram_sim.fuzz._sandbox import main; main(sys.argv[1:])"
+_CHILD = "import sys; from openprogram_sim.fuzz.tools._sandbox import main; main(sys.argv[1:])"
 
 
 @dataclass(slots=True)
@@ -258,9 +258,10 @@ def _serve(conn: Connection, marker_fd: int) -> None:
 
 
 def _answer(kind: str, data: dict[str, Any], probe: Probe) -> RunReport:
-    from openprogram_sim.fuzz._contract import check_contract, escape_breach
     from openprogram_sim.fuzz._invariants import check_outcome_invariants
-    from openprogram_sim.scenario import Scenario, check_outcome, run_scenario
+    from openprogram_sim.fuzz.tools._contract import check_contract, escape_breach
+    from openprogram_sim.play import check_outcome, run_scenario
+    from openprogram_sim.scenario import Scenario
 
     probe.reset()
     scenario = Scenario.model_validate(data)

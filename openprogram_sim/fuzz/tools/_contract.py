@@ -14,35 +14,20 @@ for any tool (``tool-call-loop.md``: tool errors are data the model sees; a run 
 - and the loop's invariants (:mod:`openprogram_sim.fuzz._invariants`), among them: no tool
   runs after an ``error``/``aborted`` stop.
 
-Each broken clause is a :class:`Breach` naming the call that broke it (from the probe's
-records, :mod:`openprogram_sim.fuzz._probe`), which is what a regression file replays.
+Each broken clause is a :class:`~openprogram_sim.fuzz.Breach` naming the call that broke it
+(from the probe's records, :mod:`openprogram_sim.fuzz.tools._probe`), which is what a
+regression file replays (the breach is part of the campaign's report, so it is defined below
+both campaigns, in :mod:`openprogram_sim.fuzz._results`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from openprogram_sim.fuzz._probe import CallRecord
+from openprogram_sim.fuzz._results import Breach, CallRecord
 
-__all__ = ["BREACH_KINDS", "Breach", "check_contract", "escape_breach", "open_call"]
-
-BreachKind = Literal["escapes", "error_lost", "not_json", "hangs"]
-BREACH_KINDS: tuple[BreachKind, ...] = ("escapes", "error_lost", "not_json", "hangs")
-
-
-@dataclass(frozen=True, slots=True)
-class Breach:
-    """One clause of the tool contract broken, by one call."""
-
-    kind: BreachKind
-    message: str
-    """One line: what broke, where (``#i`` is the trace index when there is a trace)."""
-    call: CallRecord | None
-    """The call that broke it (None when no single call can be named)."""
-    blocked: bool = False
-    """A hang that blocked the event loop: the run's own time limit could not stop it."""
+__all__ = ["check_contract", "escape_breach", "open_call"]
 
 
 def _short(text: Any, limit: int = 100) -> str:

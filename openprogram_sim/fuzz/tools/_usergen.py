@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from openprogram_sim.fuzz import _generate as _s
 from openprogram_sim.fuzz import _schemas
-from openprogram_sim.fuzz._target import ToolInfo, ToolTarget
+from openprogram_sim.fuzz.tools._target import ToolInfo, ToolTarget
 
 __all__ = ["USER_KINDS", "UserOptions", "tool_call_strategy", "user_scenario_strategy"]
 

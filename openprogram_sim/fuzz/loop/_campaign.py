@@ -1,4 +1,4 @@
-"""Fuzz campaigns: generated scenarios run through the real runner, invariants checked.
+"""The loop campaign: generated scenarios run through the real runner, invariants checked.
 
 Speed is a feature here, and three choices give it:
 
@@ -9,14 +9,14 @@ Speed is a feature here, and three choices give it:
 - Execution: each process keeps one event loop and runs every scenario on it
   (``asyncio.run`` per run would cost more than a typical run); scenarios go straight from
   dicts to the runner, never through YAML.
-- Cores: the campaign is cut into chunks with seeds derived from the campaign seed, so a
+- Cores: the campaign is cut into seeded chunks (:mod:`openprogram_sim.fuzz._chunks`), so a
   campaign is the same whatever the number of worker processes; on a violation, the
   failing chunk with the lowest index is the one reported.
 
 A violation is then written as a regression file whose expectations come from the seed's
-rules (:mod:`openprogram_sim.fuzz._regression`), and the file is kept only if
+rules (:mod:`openprogram_sim.fuzz.loop._regression`), and the file is kept only if
 ``openprogram-sim run`` on it fails against the loop that produced it (:func:`reproduces`);
-otherwise the failure says why no file could express it (:attr:`FuzzFailure.unexpressed`).
+otherwise the failure says why no file could express it (``FuzzFailure.unexpressed``).
 """
 
 from __future__ import annotations
@@ -24,42 +24,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import hashlib
 import math
-import multiprocessing
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.fuzz import _generate as _s
-from openprogram_sim.fuzz._contract import Breach
-from openprogram_sim.fuzz._invariants import check_outcome_invariants
-from openprogram_sim.fuzz._regression import regression_document, write_regression
-from openprogram_sim.fuzz._rules import UnpredictableScenario
-from openprogram_sim.fuzz._stats import FuzzStats
-from openprogram_sim.scenario import (
-    Scenario,
-    arun_scenario,
-    check_outcome,
-    load_scenario,
-    run_scenario,
+from openprogram_sim.fuzz._chunks import (
+    Chunk,
+    ChunkResult,
+    Progress,
+    Violation,
+    plan_chunks,
+    run_chunks,
+    search_settings,
 )
+from openprogram_sim.fuzz._invariants import check_outcome_invariants
+from openprogram_sim.fuzz._results import CampaignResult, FuzzFailure
+from openprogram_sim.fuzz._stats import FuzzStats
+from openprogram_sim.fuzz.loop._predict import UnpredictableScenario
+from openprogram_sim.fuzz.loop._regression import regression_document, write_regression
+from openprogram_sim.play import arun_scenario, check_outcome, run_scenario
+from openprogram_sim.scenario import Scenario, load_scenario
 
 __all__ = [
-    "CampaignResult",
-    "ChunkResult",
-    "FuzzFailure",
-    "FuzzStats",
-    "reproduces",
+    "SCENARIO_BYTES",
     "chunk_count",
+    "reproduces",
     "run_campaign",
     "run_chunk",
     "scenario_from_bytes",
@@ -90,54 +87,8 @@ def scenario_from_bytes(blob: bytes) -> dict[str, Any]:
     return _s.scenario_dict(_s.ByteSource(blob), *_OPTIONS)
 
 
-@dataclass(slots=True)
-class FuzzFailure:
-    """A violation, shrunk."""
-
-    scenario: dict[str, Any]
-    violations: list[str]
-    trace: list[dict[str, Any]]
-    model_calls: int
-    chunk: int
-    seed: int
-    path: Path | None = None
-    """The regression file kept: written, and ``openprogram-sim run`` on it fails against
-    the loop that produced it (None: none kept, see :attr:`unexpressed`)."""
-    reproduced: bool | None = None
-    """Whether the regression file fails when run, as ``openprogram-sim run`` runs it
-    (None: no file was attempted, e.g. ``regressions=None``)."""
-    unexpressed: str | None = None
-    """Why no regression file was kept: the scenario is outside what the seed's rules
-    decide, or the file the rules give passes against this loop (the violation is not one
-    a scenario file can show, e.g. a replay that differs)."""
-    breach: Breach | None = None
-    """The tool-contract clause broken, with the call that broke it (campaigns over your
-    own tools, :func:`~openprogram_sim.fuzz.run_tool_campaign`); None for a loop invariant."""
-
-
-@dataclass(slots=True)
-class _Chunk:
-    index: int
-    seed: int
-    runs: int
-    batch: int
-    replay_every: int
-
-
-@dataclass(slots=True)
-class _ChunkResult:
-    index: int
-    stats: FuzzStats
-    failure: FuzzFailure | None
-    elapsed: float
-
-
 _REPLAY_MARK = "run again"
 """In the violations that come from comparing a replay (see ``check_outcome_invariants``)."""
-
-
-class _Violation(AssertionError):
-    pass
 
 
 _LOOP: asyncio.AbstractEventLoop | None = None
@@ -151,28 +102,7 @@ def _loop() -> asyncio.AbstractEventLoop:
     return _LOOP
 
 
-def chunk_seed(seed: int, index: int) -> int:
-    digest = hashlib.sha256(f"openprogram-fuzz/{seed}/{index}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def search_settings(chunk: _Chunk) -> settings:
-    """How a chunk searches: its examples in batches, shrinking the first failure, quietly,
-    with no database or deadline (campaigns are reproduced by their seed)."""
-    return settings(
-        max_examples=max(1, math.ceil(chunk.runs / chunk.batch)),
-        database=None,
-        deadline=None,
-        derandomize=False,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
-
-
-def _run_chunk(chunk: _Chunk) -> _ChunkResult:
+def _run_chunk(chunk: Chunk) -> ChunkResult:
     loop = _loop()
     stats = FuzzStats()
     state: dict[str, Any] = {"left": chunk.runs, "failure": None, "replay_failed": False}
@@ -208,7 +138,7 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
             state["failure"] = FuzzFailure(
                 data, violations, outcome.trace, outcome.model_calls, chunk.index, chunk.seed
             )
-            raise _Violation("\n".join(violations))
+            raise Violation("\n".join(violations))
 
     blobs = st.binary(min_size=SCENARIO_BYTES, max_size=SCENARIO_BYTES)
 
@@ -219,39 +149,13 @@ def _run_chunk(chunk: _Chunk) -> _ChunkResult:
         for blob in batch:
             run_one(blob)
 
-    with contextlib.suppress(_Violation):
+    with contextlib.suppress(Violation):
         search()
-    return _ChunkResult(chunk.index, stats, state["failure"], time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    return ChunkResult(chunk.index, chunk.seed, chunk.runs, stats, state["failure"], elapsed)
 
 
 # --------------------------------------------------------------------------- campaigns
-
-
-@dataclass(slots=True)
-class CampaignResult:
-    examples: int
-    seed: int
-    workers: int
-    stats: FuzzStats
-    elapsed: float
-    failure: FuzzFailure | None = None
-
-    @property
-    def runs_per_second(self) -> float:
-        return self.stats.runs / self.elapsed if self.elapsed else 0.0
-
-
-Progress = Callable[[FuzzStats, float], None]
-
-
-def _chunks(
-    examples: int, seed: int, chunk_size: int, batch: int, replay_every: int
-) -> list[_Chunk]:
-    out = []
-    for index, first in enumerate(range(0, examples, chunk_size)):
-        runs = min(chunk_size, examples - first)
-        out.append(_Chunk(index, chunk_seed(seed, index), runs, batch, replay_every))
-    return out
 
 
 def run_campaign(
@@ -275,28 +179,12 @@ def run_campaign(
             f"and replay_every >= 0; got {examples}, {workers}, {chunk_size}, {batch}, "
             f"{replay_every}"
         )
-    chunks = _chunks(examples, seed, chunk_size, batch, replay_every)
+    chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
     stats, elapsed, failure = run_chunks(_run_chunk, chunks, workers, progress)
     outcome = CampaignResult(examples, seed, workers, stats, elapsed, failure)
     if failure is not None and regressions is not None:
         _write(failure, regressions, seed)
     return outcome
-
-
-@dataclass(slots=True)
-class ChunkResult:
-    """What one chunk of a campaign found (:func:`run_chunk`)."""
-
-    index: int
-    """Which chunk, from 0."""
-    seed: int
-    """The chunk's own seed (derived from the campaign seed and the index)."""
-    runs: int
-    """Generated scenarios run."""
-    stats: FuzzStats
-    failure: FuzzFailure | None
-    """The first violation, shrunk; None when every run kept the invariants."""
-    elapsed: float
 
 
 def chunk_count(examples: int, chunk_size: int = 1024) -> int:
@@ -319,65 +207,13 @@ def run_chunk(
     chunks as test items, a CI matrix) can spread a campaign with no coordination. A
     violation is shrunk and, with ``regressions``, written as :func:`run_campaign` writes
     it."""
-    chunks = _chunks(examples, seed, chunk_size, batch, replay_every)
+    chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
     if not 0 <= index < len(chunks):
         raise ValueError(f"chunk {index} does not exist: the campaign has {len(chunks)}")
     done = _run_chunk(chunks[index])
     if done.failure is not None and regressions is not None:
         _write(done.failure, regressions, seed)
-    chunk = chunks[index]
-    return ChunkResult(index, chunk.seed, chunk.runs, done.stats, done.failure, done.elapsed)
-
-
-def run_chunks(
-    run: Callable[[_Chunk], _ChunkResult],
-    chunks: list[_Chunk],
-    workers: int,
-    progress: Progress | None,
-) -> tuple[FuzzStats, float, FuzzFailure | None]:
-    """Run ``chunks`` with ``run`` (in ``workers`` processes when more than one; ``run``
-    must then be picklable) until the first failing one; the merged stats, the wall time,
-    and the failure of the lowest failing chunk (deterministic whatever the workers)."""
-    stats = FuzzStats()
-    start = time.perf_counter()
-    results: dict[int, _ChunkResult] = {}
-
-    def collect(result: _ChunkResult) -> None:
-        results[result.index] = result
-        stats.merge(result.stats)
-        if progress is not None:
-            progress(stats, time.perf_counter() - start)
-
-    if workers == 1:
-        for chunk in chunks:
-            collect(run(chunk))
-            if results[chunk.index].failure is not None:
-                break
-    else:
-        _run_parallel(run, chunks, workers, collect, results)
-    failed = sorted(i for i, r in results.items() if r.failure is not None)
-    failure = results[failed[0]].failure if failed else None
-    return stats, time.perf_counter() - start, failure
-
-
-def _run_parallel(
-    run: Callable[[_Chunk], _ChunkResult],
-    chunks: list[_Chunk],
-    workers: int,
-    collect: Callable[[_ChunkResult], None],
-    results: dict[int, _ChunkResult],
-) -> None:
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures: dict[int, Future[_ChunkResult]] = {c.index: pool.submit(run, c) for c in chunks}
-        first_failure: int | None = None
-        for index, future in futures.items():  # in chunk order: deterministic
-            if first_failure is not None and index > first_failure:
-                future.cancel()
-                continue
-            collect(future.result())
-            if results[index].failure is not None and first_failure is None:
-                first_failure = index
+    return done
 
 
 def _removals(data: dict[str, Any]) -> list[Callable[[dict[str, Any]], None]]:

@@ -20,14 +20,14 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from openprogram import current_depth
 from openprogram.tools import Tool, ToolResult
 from openprogram.types import ImageContent, TextContent
+from openprogram_sim.fuzz._results import CallRecord
 
-__all__ = ["CallRecord", "Probe", "json_problem"]
+__all__ = ["Probe", "json_problem"]
 
 _NATIVE = (str, int, float, bool, type(None), ToolResult, TextContent, ImageContent)
 """Return values the tool layer sends without JSON (text, numbers, its own result types)."""
@@ -45,35 +45,7 @@ def json_problem(value: Any) -> str | None:
     return None
 
 
-@dataclass(slots=True)
-class CallRecord:
-    """One call of a user tool."""
-
-    tool: str
-    call_id: str
-    args: Any
-    depth: int
-    started: float
-    seconds: float | None = None
-    """How long the call took (None: it never returned)."""
-    value_type: str | None = None
-    not_json: str | None = None
-    """Why JSON cannot encode the value the tool returned (None: it can)."""
-    raised: str | None = None
-    """``Type: message`` of what the tool raised."""
-    escapes: bool = False
-    """It raised a ``BaseException`` that is no ``Exception`` (``SystemExit``,
-    ``KeyboardInterrupt``, ...): the loop does not turn those into error results. A
-    cancellation (the run was aborted) is not one."""
-
-    def describe(self) -> str:
-        args = json.dumps(self.args, ensure_ascii=False, default=repr)
-        if len(args) > 120:
-            args = args[:117] + "..."
-        return f"{self.tool}({args}) [{self.call_id}, depth {self.depth}]"
-
-
-Marker = Callable[["CallRecord | None"], None]
+Marker = Callable[[CallRecord | None], None]
 """Told the innermost running call each time it changes (None: no call is running)."""
 
 

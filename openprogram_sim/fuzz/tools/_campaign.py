@@ -1,11 +1,12 @@
-"""Fuzz campaigns over the user's own tools (``openprogram-sim fuzz --registry REF``).
+"""The campaign over the user's own tools (``openprogram-sim fuzz --registry REF``).
 
-Each generated scenario (:mod:`openprogram_sim.fuzz._usergen`) calls the user's real tools
-with arguments valid and invalid for their real schemas, nested runs of agentic functions
-included; it runs in a sandbox process (:mod:`openprogram_sim.fuzz._sandbox`) under a
-real-time limit, and is checked against the loop's invariants and the tool contract
-(:mod:`openprogram_sim.fuzz._contract`). Campaigns are cut into seeded chunks as the
-built-in campaign is, so the same seed gives the same campaign whatever the workers.
+Each generated scenario (:mod:`openprogram_sim.fuzz.tools._usergen`) calls the user's real
+tools with arguments valid and invalid for their real schemas, nested runs of agentic
+functions included; it runs in a sandbox process (:mod:`openprogram_sim.fuzz.tools._sandbox`)
+under a real-time limit, and is checked against the loop's invariants and the tool contract
+(:mod:`openprogram_sim.fuzz.tools._contract`). Campaigns are cut into seeded chunks as the
+loop campaign is (:mod:`openprogram_sim.fuzz._chunks`), so the same seed gives the same
+campaign whatever the workers.
 
 Shrinking: Hypothesis shrinks a failing case as usual, except a hang: the hanging call is
 known from the start (the sandbox names it), and each run of a hanging case costs the whole
@@ -13,14 +14,14 @@ time limit, so a hang is not shrunk (its file tries the schema's simplest argume
 one run); a hang met while shrinking another failure is skipped.
 
 A contract breach becomes a regression file that replays the one call that broke it
-(:func:`~openprogram_sim.fuzz._regression.contract_document`), naming the tools by import
-path. It is kept only when it is right on both sides: run in the sandbox with that tool
+(:func:`~openprogram_sim.fuzz.tools._regression.contract_document`), naming the tools by
+import path. It is kept only when it is right on both sides: run in the sandbox with that tool
 stubbed by one that keeps the contract, it passes (so a fix passes it); run as it is, it
 fails (or blocks the event loop until the sandbox kills it); and ``openprogram-sim run`` on
 the written file, in a real process with a time limit, fails (exit 1) against the code as it
 is. A tool that blocks the event loop gets a file too: its ``timeout:`` is the campaign's
 limit, and ``openprogram-sim run`` interrupts the tool with its SIGALRM deadline (POSIX
-only, see :mod:`openprogram_sim.scenario._deadline`) and fails the run as timed out, naming
+only, see :mod:`openprogram_sim.play._deadline`) and fails the run as timed out, naming
 it. Otherwise :attr:`FuzzFailure.unexpressed` says why.
 """
 
@@ -42,26 +43,25 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 
-from openprogram_sim.fuzz._campaign import (
-    CampaignResult,
-    FuzzFailure,
+from openprogram_sim.fuzz._chunks import (
+    Chunk,
+    ChunkResult,
     Progress,
-    _Chunk,
-    _ChunkResult,
-    _chunks,
-    _Violation,
+    Violation,
+    plan_chunks,
     run_chunks,
     search_settings,
 )
-from openprogram_sim.fuzz._contract import Breach
-from openprogram_sim.fuzz._regression import contract_document, fixed_variant, write_document
-from openprogram_sim.fuzz._sandbox import RunReport, Sandbox
+from openprogram_sim.fuzz._regression import write_document
+from openprogram_sim.fuzz._results import Breach, CampaignResult, FuzzFailure
 from openprogram_sim.fuzz._schemas import valid_arguments
 from openprogram_sim.fuzz._stats import FuzzStats
-from openprogram_sim.fuzz._target import ToolTarget
-from openprogram_sim.fuzz._usergen import UserOptions, user_scenario_strategy
-from openprogram_sim.scenario._deadline import _POSIX as _DEADLINE
-from openprogram_sim.scenario._runner import _GRACE_SECONDS
+from openprogram_sim.fuzz.tools._regression import contract_document, fixed_variant
+from openprogram_sim.fuzz.tools._sandbox import RunReport, Sandbox
+from openprogram_sim.fuzz.tools._target import ToolTarget
+from openprogram_sim.fuzz.tools._usergen import UserOptions, user_scenario_strategy
+from openprogram_sim.play import DEADLINE_SUPPORTED as _DEADLINE
+from openprogram_sim.play import GRACE_SECONDS
 
 __all__ = ["reproduces_by_cli", "run_tool_campaign"]
 
@@ -87,7 +87,7 @@ class _Job:
     options: UserOptions
     chunks: int
 
-    def __call__(self, chunk: _Chunk) -> _ChunkResult:
+    def __call__(self, chunk: Chunk) -> ChunkResult:
         # Hypothesis also draws constants it reads from the loaded local modules (a city
         # name, a unit): a worker process loads the user's, as the caller's process has.
         self.target.imported()
@@ -127,8 +127,8 @@ def _breach_of(report: RunReport) -> Breach | None:
 
 
 def _run_tool_chunk(
-    chunk: _Chunk, sandbox: Sandbox, target: ToolTarget, options: UserOptions
-) -> _ChunkResult:
+    chunk: Chunk, sandbox: Sandbox, target: ToolTarget, options: UserOptions
+) -> ChunkResult:
     stats = FuzzStats()
     state: dict[str, Any] = {"left": chunk.runs, "failure": None, "stop": False, "hangs": 0}
     start = time.perf_counter()
@@ -160,7 +160,7 @@ def _run_tool_chunk(
             )  # fmt: skip
             if breach is not None and breach.kind == "hangs":
                 state["stop"] = True  # the hanging call is known: no shrinking
-            raise _Violation("\n".join(report.violations))
+            raise Violation("\n".join(report.violations))
 
         @hypothesis_seed(chunk.seed)
         @search_settings(chunk)
@@ -170,9 +170,10 @@ def _run_tool_chunk(
                 run_one(data)
 
         # Flaky: a hang is not run again while Hypothesis replays it
-        with contextlib.suppress(_Violation, Flaky):
+        with contextlib.suppress(Violation, Flaky):
             search()
-    return _ChunkResult(chunk.index, stats, state["failure"], time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    return ChunkResult(chunk.index, chunk.seed, chunk.runs, stats, state["failure"], elapsed)
 
 
 def run_tool_campaign(
@@ -199,7 +200,7 @@ def run_tool_campaign(
             f"{timeout}, {max_turns}"
         )
     options = UserOptions(max_turns=max_turns, timeout=timeout)
-    chunks = _chunks(examples, seed, chunk_size, BATCH, 0)
+    chunks = plan_chunks(examples, seed, chunk_size, BATCH, 0)
     try:
         job = _Job(target, options, len(chunks))
         stats, elapsed, failure = run_chunks(job, chunks, workers, progress)
@@ -365,7 +366,7 @@ def _held(wait: float) -> str:
         )
     return head + (
         "something held it past the file's `timeout:` that the run's SIGALRM deadline "
-        f"({_GRACE_SECONDS:g} s later) could not interrupt either (C code that does not return "
+        f"({GRACE_SECONDS:g} s later) could not interrupt either (C code that does not return "
         "to Python, a tool that catches BaseException and goes on blocking; "
         "see openprogram's docs/limits.md), so a file would hang rather than fail"
     )

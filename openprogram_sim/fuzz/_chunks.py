@@ -1,0 +1,153 @@
+"""A campaign cut into seeded chunks, each searched by Hypothesis, spread over processes.
+
+Both campaigns (:mod:`.loop`, :mod:`.tools`) run this way. A chunk's seed derives from the
+campaign seed and its index alone (:func:`chunk_seed`), so a campaign is the same whatever
+the number of worker processes, and any scheduler can run any chunk; on a violation, the
+failing chunk with the lowest index is the one reported (:func:`run_chunks`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+
+from openprogram_sim.fuzz._results import FuzzFailure
+from openprogram_sim.fuzz._stats import FuzzStats
+
+__all__ = [
+    "Chunk",
+    "ChunkResult",
+    "Progress",
+    "Violation",
+    "chunk_seed",
+    "plan_chunks",
+    "run_chunks",
+    "search_settings",
+]
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One chunk's share of a campaign (picklable, for worker processes)."""
+
+    index: int
+    seed: int
+    runs: int
+    batch: int
+    """Scenarios per Hypothesis example."""
+    replay_every: int
+
+
+@dataclass(slots=True)
+class ChunkResult:
+    """What one chunk of a campaign found (:func:`~openprogram_sim.fuzz.loop.run_chunk`)."""
+
+    index: int
+    """Which chunk, from 0."""
+    seed: int
+    """The chunk's own seed (derived from the campaign seed and the index)."""
+    runs: int
+    """Generated scenarios run."""
+    stats: FuzzStats
+    failure: FuzzFailure | None
+    """The first violation, shrunk; None when every run kept the invariants."""
+    elapsed: float
+
+
+class Violation(AssertionError):
+    """Raised inside a chunk's search when a run broke something, so Hypothesis shrinks it
+    (the chunk keeps the failure; the search's own error is not the report)."""
+
+
+Progress = Callable[[FuzzStats, float], None]
+"""Told the merged stats and the wall time so far after each chunk."""
+
+
+def chunk_seed(seed: int, index: int) -> int:
+    digest = hashlib.sha256(f"openprogram-fuzz/{seed}/{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def plan_chunks(
+    examples: int, seed: int, chunk_size: int, batch: int, replay_every: int
+) -> list[Chunk]:
+    """The chunks of the campaign ``(examples, seed, chunk_size)``, in index order."""
+    out = []
+    for index, first in enumerate(range(0, examples, chunk_size)):
+        runs = min(chunk_size, examples - first)
+        out.append(Chunk(index, chunk_seed(seed, index), runs, batch, replay_every))
+    return out
+
+
+def search_settings(chunk: Chunk) -> settings:
+    """How a chunk searches: its examples in batches, shrinking the first failure, quietly,
+    with no database or deadline (campaigns are reproduced by their seed)."""
+    return settings(
+        max_examples=max(1, math.ceil(chunk.runs / chunk.batch)),
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+
+
+def run_chunks(
+    run: Callable[[Chunk], ChunkResult],
+    chunks: list[Chunk],
+    workers: int,
+    progress: Progress | None,
+) -> tuple[FuzzStats, float, FuzzFailure | None]:
+    """Run ``chunks`` with ``run`` (in ``workers`` processes when more than one; ``run``
+    must then be picklable) until the first failing one; the merged stats, the wall time,
+    and the failure of the lowest failing chunk (deterministic whatever the workers)."""
+    stats = FuzzStats()
+    start = time.perf_counter()
+    results: dict[int, ChunkResult] = {}
+
+    def collect(result: ChunkResult) -> None:
+        results[result.index] = result
+        stats.merge(result.stats)
+        if progress is not None:
+            progress(stats, time.perf_counter() - start)
+
+    if workers == 1:
+        for chunk in chunks:
+            collect(run(chunk))
+            if results[chunk.index].failure is not None:
+                break
+    else:
+        _run_parallel(run, chunks, workers, collect, results)
+    failed = sorted(i for i, r in results.items() if r.failure is not None)
+    failure = results[failed[0]].failure if failed else None
+    return stats, time.perf_counter() - start, failure
+
+
+def _run_parallel(
+    run: Callable[[Chunk], ChunkResult],
+    chunks: list[Chunk],
+    workers: int,
+    collect: Callable[[ChunkResult], None],
+    results: dict[int, ChunkResult],
+) -> None:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures: dict[int, Future[ChunkResult]] = {c.index: pool.submit(run, c) for c in chunks}
+        first_failure: int | None = None
+        for index, future in futures.items():  # in chunk order: deterministic
+            if first_failure is not None and index > first_failure:
+                future.cancel()
+                continue
+            collect(future.result())
+            if results[index].failure is not None and first_failure is None:
+                first_failure = index

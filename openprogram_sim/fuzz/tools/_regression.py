@@ -1,0 +1,141 @@
+"""Regression files for a campaign over the user's tools: the one call that broke the tool
+contract, replayed alone.
+
+Campaigns over the user's own tools break the *tool contract* rather than the seed's
+rules, and the rules do not decide a run of the user's code; their files
+(:func:`contract_document`) replay the one call that broke the contract and expect what the
+contract says of any tool, never what the tool returned. :func:`fixed_variant` is the same
+file with that tool stubbed by one that keeps the contract, which the file must pass.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from openprogram_sim.fuzz._generate import call_entry
+from openprogram_sim.fuzz._results import Breach
+from openprogram_sim.fuzz.tools._target import ToolTarget
+from openprogram_sim.play import GRACE_SECONDS
+
+__all__ = ["FIXED_RESULT", "NOT_JSON", "contract_document", "fixed_variant"]
+
+NOT_JSON = (
+    r"(?(DEFINE)(?<v>(?&o)|(?&a)|(?&s)|(?&n)|true|false|null|NaN|-?Infinity)"
+    r"(?<o>\{\s*+(?:(?&s)\s*+:\s*+(?&v)\s*+(?:,\s*+(?&s)\s*+:\s*+(?&v)\s*+)*+)?+\})"
+    r"(?<a>\[\s*+(?:(?&v)\s*+(?:,\s*+(?&v)\s*+)*+)?+\])"
+    r'(?<s>"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+")'
+    r"(?<n>-?+(?:0|[1-9]\d*+)(?:\.\d++)?+(?:[eE][+-]?+\d++)?+))"
+    r"\A(?!\s*+(?&v)\s*+\Z)"
+)
+"""A ``$regex`` that matches text which is not one JSON value (the JSON grammar, by the
+``regex`` engine's recursion; ``NaN``/``Infinity`` count as JSON, as Python writes them).
+The scenario format has no key for "this result is JSON" (the trace keeps a result as the
+text the model was sent), so a regression file for a result JSON cannot encode says: this
+call's successful result is not text that fails this pattern."""
+
+_BROKE = {
+    "not_json": "returns a value JSON cannot encode",
+    "hangs": "does not return within the time limit",
+    "escapes": "raises past exec",
+    "error_lost": "raises, yet its result is no error",
+}
+
+FIXED_RESULT = {"fixed": True}
+"""What a tool stubbed as "fixed" returns when a contract regression file is tried on it."""
+
+
+_NOTES = {
+    "not_json": (
+        " The $regex matches text that is not one JSON value (the JSON grammar); text is not "
+        "JSON, so a fix that makes this call return text rather than data fails it too."
+    ),
+    "blocked": (
+        " The call blocked the event loop, so `timeout:` alone cannot stop it: "
+        "`openprogram-sim run` and the pytest plugin interrupt a tool still blocking it "
+        f"{GRACE_SECONDS:g} s after `timeout:` (SIGALRM) and fail the run as timed out, "
+        "naming the tool (on POSIX, on the main thread, with SIGALRM not otherwise in use; "
+        "elsewhere the run waits for the tool: see openprogram's docs/limits.md)."
+    ),
+}
+
+
+def _note(breach: Breach) -> str:
+    return "blocked" if breach.kind == "hangs" and breach.blocked else breach.kind
+
+
+def contract_document(
+    target: ToolTarget,
+    breach: Breach,
+    violations: list[str],
+    *,
+    nested_runs: int,
+    limit: float,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """A scenario file that replays the one call that broke the tool contract (``breach``,
+    with its call), at depth 0, naming the user's tools by import path (``target``). The
+    script is that call, one text reply per nested run the tool makes (``nested_runs``), and
+    a final answer.
+
+    Its expectations are the contract, not the failing run: exec returns the final answer
+    and raises nothing, the call gets a result and the run stops (``escapes``); plus, for
+    ``not_json``, the call's successful result is JSON text (:data:`NOT_JSON`), and for
+    ``hangs``, the run's ``timeout:`` is the campaign's limit (a call that blocks the event
+    loop is interrupted by ``run_scenario``'s SIGALRM deadline, which the description says)."""
+    call = breach.call
+    assert call is not None, "a contract file replays a call"
+    name = call.tool
+    data: dict[str, Any] = {
+        "scenario": f"fuzz regression: {name} {_BROKE[breach.kind]}",
+        "description": (
+            f"Found by `openprogram-sim fuzz` over {target.label}"
+            + (f" with seed {seed}" if seed is not None else "")
+            + f". The call that broke the tool contract ({breach.kind}), replayed alone:\n"
+            + "\n".join(f"- {v}" for v in violations)
+            + "\nThe expectations are the contract every tool keeps, not the failing run: a "
+            "tool that keeps it passes." + _NOTES.get(_note(breach), "")
+        ),
+        "tags": ["regression", "fuzz", "contract"],
+        **target.scenario_refs(),
+    }
+    gated = target.get(name).requires_env
+    if gated:
+        data["env"] = {v: target.env[v] for v in gated}
+    if breach.kind == "hangs":
+        data["timeout"] = limit
+    data["exec"] = {"content": f"Call {name}.", "tools": [name]}
+    nested = [{"text": f"Done (nested run {i + 1})."} for i in range(nested_runs)]
+    data["model"] = [{"tool_calls": [call_entry(name, call.args)]}, *nested, {"text": "Done."}]
+    end = {"depth": 0, "tool_call_id": "call_1", "tool_name": name}
+    expect: dict[str, Any] = {
+        "raises": False,
+        "result": "Done.",
+        "events": [{"tool_execution_end": end}, {"agent_end": {"depth": 0, "reason": "stop"}}],
+    }
+    if breach.kind == "not_json":
+        result = {"$regex": NOT_JSON}
+        expect["not_events"] = [
+            {"tool_execution_end": {"tool_call_id": "call_1", "is_error": False, "result": result}}
+        ]
+    data["expect"] = expect
+    return data
+
+
+def fixed_variant(document: dict[str, Any], target: ToolTarget, tool: str) -> dict[str, Any] | None:
+    """``document`` with ``tool`` stubbed by a tool that keeps the contract (same schema;
+    returns :data:`FIXED_RESULT` at once, or, for a tool that runs one nested exec, runs one
+    that offers nothing), to check that the file passes on a fix; None when the file's
+    script gives the tool more than one nested run (no stub plays that)."""
+    nested = len(document["model"]) - 2
+    info = target.get(tool)
+    stub: dict[str, Any] = {"parameters": info.parameters}
+    if nested == 0:
+        stub["returns"] = FIXED_RESULT
+    elif nested == 1:
+        stub["exec"] = {"content": "fixed", "toolset": "none"}
+    else:
+        return None
+    fixed = copy.deepcopy(document)
+    fixed.setdefault("tools", {})[tool] = stub
+    return fixed
