@@ -177,6 +177,7 @@ def test_the_api_pages_document_the_public_faces() -> None:
         assert f"::: {name}\n" in page, module
 
 
+@pytest.mark.slow
 def test_the_site_builds_where_mkdocs_is_installed() -> None:
     """CI runs ``mkdocs build --strict`` after the tests; this finds a broken page sooner."""
     pytest.importorskip("mkdocs")
