@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _support import run_cli
 from coverage_browser import chromium, errors, require_browser
 
 from openprogram_sim.coverage import CATALOGUE
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = Path(sys.executable).parent / "openprogram-sim"
 
 
 def _report(cwd: Path, *args: str) -> str:
-    done = subprocess.run([str(CLI), "run", *args, "--report", "r.html"], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = run_cli("run", *args, "--report", "r.html", cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
     return (cwd / "r.html").as_uri()
 

@@ -83,6 +83,7 @@ def test_each_scenario_is_a_context_and_coverage_opens_the_file(project: Path) -
     assert 'data-goto="t' in served[served.index('id="tool-code"') :]
 
 
+@pytest.mark.slow
 def test_xdist_workers_data_is_combined_into_one_file(project: Path) -> None:
     ran = _run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
                "--openprogram-scenarios", "--openprogram-coverage-source", "weather_agent",

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _support import run_cli
 
 from openprogram_sim.coverage import CATALOGUE
 
@@ -26,9 +27,8 @@ def library(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _cli_json(cwd: Path) -> dict:
-    cli = Path(sys.executable).parent / "openprogram-sim"
-    out = subprocess.run([str(cli), "run", "scenarios", "--coverage", "--json"], cwd=cwd,
-                         capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    out = run_cli("run", "scenarios", "--coverage", "--json", cwd=cwd)
+    assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads(out.stdout)
     return {k: data[k] for k in ("behaviours", "exercised_percent", "asserted_percent")}
 
@@ -50,6 +50,7 @@ def test_the_table_and_the_json_are_the_clis(library: pytest.Pytester) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_under_xdist_the_controller_adds_up_every_worker(library: pytest.Pytester) -> None:
     result = library.runpytest_subprocess(
         "-p", "no:cacheprovider", "-n", "2", "--openprogram-scenarios", "--openprogram-coverage",
