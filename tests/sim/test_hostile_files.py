@@ -1,24 +1,22 @@
 """Scenario files as hostile input: each bad file is that file's clear error (file, line,
 fix), in bounded time and memory, while every other file still runs; never a traceback.
 
-The CLI runs as a real process with a timeout (a hang fails the test instead of the suite),
-and pytest collection runs in a real inner session (pytester).
+The CLI runs through ``main(argv)`` in-process (the loader tests above already run every file
+in this process, so a hang there would show first), and pytest collection runs in a real inner
+session (pytester).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _support import CliResult, run_cli
 
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.scenario import discover, load_scenario, parse_scenario
 from openprogram_sim.scenario._yaml import MAX_BYTES, MAX_DEPTH, MAX_VALUES
-
-CLI = Path(sys.executable).parent / "openprogram-sim"
 
 GOOD = """\
 scenario: one search
@@ -58,9 +56,8 @@ EXPECTED: dict[str, str] = {
 }
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "openprogram_sim.cli"]
-    return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+def cli(*args: str, cwd: Path) -> CliResult:
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture

@@ -3,15 +3,13 @@ passes or hangs by accident, and its failures name their line."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
-from openprogram_sim import check_outcome, parse_scenario, run_scenario
+from _support import run_cli
 
-CLI = Path(sys.executable).parent / "openprogram-sim"
+from openprogram_sim import check_outcome, parse_scenario, run_scenario
 
 BASE = """\
 scenario: points
@@ -104,10 +102,7 @@ def test_a_hanging_run_fails_at_its_timeout_with_the_trace_so_far() -> None:
 
 def test_the_cli_finishes_on_a_hanging_file(tmp_path: Path) -> None:
     (tmp_path / "hang.yaml").write_text(HANG + "timeout: 0.3\n")
-    command = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "openprogram_sim.cli"]
-    result = subprocess.run(
-        [*command, "run", "hang.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
+    result = run_cli("run", "hang.yaml", cwd=tmp_path)
     assert result.returncode == 1
     assert "did not finish within its timeout of 0.3 s" in result.stdout
 
