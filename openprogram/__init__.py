@@ -24,8 +24,8 @@ from openprogram.errors import (
     UnknownToolsetError,
     UsageError,
 )
-from openprogram.providers import Provider, get_provider, register_provider
-from openprogram.runtime import UNSET, ExecResult, Runtime, current_depth
+from openprogram.providers import Provider, RunOptions, get_provider, register_provider
+from openprogram.runtime import ExecResult, Runtime, current_depth
 from openprogram.tools import (
     FunctionTool,
     Tool,
@@ -52,7 +52,6 @@ from openprogram.types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "UNSET",
     "Agent",
     "AgentBusyError",
     "AgentState",
@@ -73,6 +72,7 @@ __all__ = [
     "ProviderNotFoundError",
     "RunAbortedError",
     "RunError",
+    "RunOptions",
     "Runtime",
     "TextContent",
     "ThinkingContent",

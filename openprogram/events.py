@@ -5,11 +5,11 @@ Two vocabularies, both closed and tagged by ``type``:
 * **Agent events** (what a run emits to subscribers): ``agent_start``, ``agent_end``,
   ``turn_start``, ``turn_end``, ``message_start``, ``message_update``, ``message_end``,
   ``tool_execution_start``, ``tool_execution_update``, ``tool_execution_end``. Each carries
-  ``depth`` (0 for the outer exec, +1 per nested exec), ``round`` (the model call within
-  its exec, from 1; 0 before the first call), ``run_id`` (the same on every event of one
-  run, unique per run: it tells apart runs that go on side by side) and ``parent_run_id``
-  (the run whose tool started this one, for a nested exec; else None), so a subscriber
-  can rebuild the tree of runs.
+  its position (the fields of :class:`AgentEventBase`): ``depth`` (0 for the outer exec,
+  +1 per nested exec), ``round`` (the model call within its exec, from 1; 0 before the
+  first call), ``run_id`` (the same on every event of one run, unique per run: it tells
+  apart runs that go on side by side) and ``parent_run_id`` (the run whose tool started
+  this one, for a nested exec; else None), so a subscriber can rebuild the tree of runs.
 * **Provider stream events** (what a provider yields for one model call): ``start``;
   ``text_*``, ``thinking_*`` and ``toolcall_*`` start/delta/end; ``done``; ``error``.
   Tool-call arguments arrive as partial JSON text in ``toolcall_delta``.
@@ -30,6 +30,7 @@ from openprogram.types import AnyMessage, AssistantMessage, ToolCall, ToolResult
 __all__ = [
     "AgentEnd",
     "AgentEvent",
+    "AgentEventBase",
     "AgentStart",
     "EndReason",
     "EventStream",
@@ -211,127 +212,108 @@ ProviderEvent: TypeAlias = (
 
 
 @dataclass(slots=True, kw_only=True)
-class AgentStart:
+class AgentEventBase:
+    """What every agent event carries: its ``type`` tag and where in the tree of runs it
+    happened (see the module docstring)."""
+
+    type: str
+    """The event's tag, fixed by its class (``agent_start``, ``turn_end``, ...)."""
+    depth: int = 0
+    """0 for the outer exec, +1 per nested exec."""
+    round: int = 0
+    """The model call within its exec, from 1 (0 before the first call)."""
+    run_id: str = ""
+    """The same on every event of one run, unique per run."""
+    parent_run_id: str | None = None
+    """The run whose tool started this one (a nested exec); else None."""
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentStart(AgentEventBase):
     """A run began: the first event of its depth (``round`` is 0)."""
 
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["agent_start"] = "agent_start"
 
 
 @dataclass(slots=True, kw_only=True)
-class AgentEnd:
+class AgentEnd(AgentEventBase):
     """A run ended: exactly one, last; ``reason`` says why, ``messages`` what it added."""
 
     reason: EndReason
     messages: list[AnyMessage]
     """The messages this run added (prompt, replies, tool results)."""
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["agent_end"] = "agent_end"
 
 
 @dataclass(slots=True, kw_only=True)
-class TurnStart:
+class TurnStart(AgentEventBase):
     """A round began: one model call and the tools it picks (``round`` numbers it)."""
 
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["turn_start"] = "turn_start"
 
 
 @dataclass(slots=True, kw_only=True)
-class TurnEnd:
+class TurnEnd(AgentEventBase):
     """A round ended; ``message`` is its reply, ``tool_results`` its tools' results."""
 
     message: AssistantMessage
     tool_results: list[ToolResultMessage]
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["turn_end"] = "turn_end"
 
 
 @dataclass(slots=True, kw_only=True)
-class MessageStart:
+class MessageStart(AgentEventBase):
     """A message begins: a user message or tool result arrives, or a reply starts."""
 
     message: AnyMessage
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     origin: MessageOrigin | None = None
     """For a user message, how it entered the run; ``None`` for the other roles."""
     type: Literal["message_start"] = "message_start"
 
 
 @dataclass(slots=True, kw_only=True)
-class MessageUpdate:
+class MessageUpdate(AgentEventBase):
     """The streaming reply grew; ``event`` is the provider event that grew ``message``."""
 
     message: AssistantMessage
     event: ProviderEvent
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["message_update"] = "message_update"
 
 
 @dataclass(slots=True, kw_only=True)
-class MessageEnd:
+class MessageEnd(AgentEventBase):
     """A message is complete and in the history; ``message`` is its final form."""
 
     message: AnyMessage
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     origin: MessageOrigin | None = None
     """For a user message, how it entered the run; ``None`` for the other roles."""
     type: Literal["message_end"] = "message_end"
 
 
 @dataclass(slots=True, kw_only=True)
-class ToolExecutionStart:
+class ToolExecutionStart(AgentEventBase):
     """A tool call is about to run (or be skipped); ``args`` as the model sent them."""
 
     tool_call_id: str
     tool_name: str
     args: Any
     """The arguments as the model sent them (before coercion)."""
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["tool_execution_start"] = "tool_execution_start"
 
 
 @dataclass(slots=True, kw_only=True)
-class ToolExecutionUpdate:
+class ToolExecutionUpdate(AgentEventBase):
     """A running tool called ``on_update``; ``partial_result`` is what it passed."""
 
     tool_call_id: str
     tool_name: str
     args: Any
     partial_result: Any
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["tool_execution_update"] = "tool_execution_update"
 
 
 @dataclass(slots=True, kw_only=True)
-class ToolExecutionEnd:
+class ToolExecutionEnd(AgentEventBase):
     """A tool call ended; ``result`` is what the model gets, ``is_error``/``skipped`` how."""
 
     tool_call_id: str
@@ -344,10 +326,6 @@ class ToolExecutionEnd:
     failed before its turn); ``result`` says so."""
     error_kind: ToolErrorKind | None = None
     """Why the result is an error (``None`` when it is not)."""
-    depth: int = 0
-    round: int = 0
-    run_id: str = ""
-    parent_run_id: str | None = None
     type: Literal["tool_execution_end"] = "tool_execution_end"
 
 

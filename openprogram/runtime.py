@@ -31,26 +31,28 @@ from typing import Any, Final
 from openprogram.agent import AbortSignal
 from openprogram.agent._history import check_history
 from openprogram.agent.agent import Agent
-from openprogram.agent.agent_loop import Listener, LoopResult, _new_run_id
+from openprogram.agent.agent_loop import Listener, LoopResult, new_run_id
 from openprogram.errors import (
     ArgumentTypeError,
     DecisionError,
     ModelError,
     RunAbortedError,
 )
-from openprogram.providers.base import Provider, ToolChoice, check_tool_choice, get_provider
+from openprogram.providers.base import Provider, RunOptions, ToolChoice, get_provider
 from openprogram.tools import (
     SEARCH_TOOL_NAME,
     Tool,
     ToolPolicy,
     ToolRegistry,
-    _current_loaded,
-    _current_runtime,
-    _Deferral,
-    _Menu,
-    _PickError,
     as_tool,
     default_registry,
+)
+from openprogram.tools.hooks import (
+    Deferral,
+    Menu,
+    PickError,
+    current_loaded_var,
+    current_runtime_var,
 )
 from openprogram.types import (
     AnyMessage,
@@ -61,27 +63,7 @@ from openprogram.types import (
     now_ms,
 )
 
-__all__ = ["UNSET", "ExecResult", "Runtime", "current_depth"]
-
-
-class _Unset:
-    """Sentinel for "not given" where ``None`` means something else."""
-
-    _instance: _Unset | None = None
-
-    def __new__(cls) -> _Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNSET: Final = _Unset()
+__all__ = ["ExecResult", "Runtime", "current_depth"]
 
 _current_tools: contextvars.ContextVar[list[Tool] | None] = contextvars.ContextVar(
     "_current_tools", default=None
@@ -115,14 +97,14 @@ class _Scope:
     ) -> None:
         self.depth = _current_depth.get() + 1
         self.parent_run_id = _current_run_id.get()
-        self.run_id = _new_run_id()
+        self.run_id = new_run_id()
         self.loaded = loaded
         self._values: list[tuple[contextvars.ContextVar[Any], Any]] = [
             (_current_depth, self.depth),
             (_current_run_id, self.run_id),
             (_current_policy, policy),
-            (_current_runtime, runtime),
-            (_current_loaded, loaded),
+            (current_runtime_var, runtime),
+            (current_loaded_var, loaded),
         ]
         if tools is not None:  # only a given tools= list is inherited
             self._values.append((_current_tools, tools))
@@ -137,7 +119,7 @@ class _Scope:
         self._tokens = []
 
 
-def _with_search_tool(tools: list[Tool], deferral: _Deferral | None) -> list[Tool]:
+def _with_search_tool(tools: list[Tool], deferral: Deferral | None) -> list[Tool]:
     """Add ``tool_search`` when some tools are deferred (unless one is offered already)."""
     if deferral is None or any(t.name == SEARCH_TOOL_NAME for t in tools):
         return tools
@@ -162,26 +144,25 @@ class ExecResult:
         return self.loop.reason
 
     @property
-    def model_calls(self) -> int:
-        return self.loop.model_calls
+    def rounds(self) -> int:
+        """The rounds the run opened (see :attr:`LoopResult.rounds`)."""
+        return self.loop.rounds
 
 
 Content = str | UserMessage | Sequence[TextContent | ImageContent]
 
 
 @dataclass(slots=True, kw_only=True)  # not frozen: that makes building it 4x slower
-class _ExecArgs:
-    """One exec call's arguments, as given (see :meth:`Runtime.exec`)."""
+class _ExecCall:
+    """One exec call, its arguments checked (see :meth:`Runtime.exec`): what to send, the
+    tools asked for, and the run's options."""
 
     content: Content
-    tools: Sequence[Any] | _Unset | None
-    toolset: str | None
-    tools_source: str | None
-    tools_allow: Sequence[str] | None
-    tools_deny: Sequence[str] | None
-    tool_choice: ToolChoice
-    parallel_tool_calls: bool | None
-    max_iterations: int | None
+    tools: Sequence[Any] | None
+    """The ``tools=`` list as given; None: inherited, else the registry's."""
+    policy: ToolPolicy
+    """``toolset`` / ``tools_source`` / ``tools_allow`` / ``tools_deny``."""
+    options: RunOptions
     choices: Sequence[Any] | None
     history: Sequence[AnyMessage]
 
@@ -283,34 +264,34 @@ class Runtime:
         """
         if "runtime" not in kwargs and _takes_runtime(fn):
             kwargs["runtime"] = self
-        token = _current_runtime.set(self)
+        token = current_runtime_var.set(self)
         try:
             if inspect.iscoroutinefunction(getattr(fn, "__wrapped__", fn)):
                 return await fn(*args, **kwargs)
             value = await asyncio.to_thread(fn, *args, **kwargs)
             return await value if inspect.isawaitable(value) else value
         finally:
-            _current_runtime.reset(token)
+            current_runtime_var.reset(token)
 
     def call(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """The synchronous form of :meth:`acall`."""
         if "runtime" not in kwargs and _takes_runtime(fn):
             kwargs["runtime"] = self
-        token = _current_runtime.set(self)
+        token = current_runtime_var.set(self)
         try:
             value = fn(*args, **kwargs)
             if inspect.isawaitable(value):
                 return asyncio.run(_awaited(value))
             return value
         finally:
-            _current_runtime.reset(token)
+            current_runtime_var.reset(token)
 
     # -- exec ----------------------------------------------------------------------------
 
     def exec(
         self,
         content: Content,
-        tools: Sequence[Any] | _Unset | None = UNSET,
+        tools: Sequence[Any] | None = None,
         toolset: str | None = None,
         tools_source: str | None = None,
         tools_allow: Sequence[str] | None = None,
@@ -359,7 +340,7 @@ class Runtime:
     def aexec(
         self,
         content: Content,
-        tools: Sequence[Any] | _Unset | None = UNSET,
+        tools: Sequence[Any] | None = None,
         toolset: str | None = None,
         tools_source: str | None = None,
         tools_allow: Sequence[str] | None = None,
@@ -375,37 +356,40 @@ class Runtime:
 
         The exec is asked for when ``aexec()`` is called, not when the coroutine starts: a
         :meth:`abort` in between (``asyncio.create_task(runtime.aexec(...))`` then
-        ``runtime.abort()``) aborts it before the model is called.
+        ``runtime.abort()``) aborts it before the model is called. Its arguments are
+        checked then too: a bad one raises from the ``aexec()`` call.
         """
-        return self._start(
-            _ExecArgs(
-                content=content,
-                tools=tools,
-                toolset=toolset,
-                tools_source=tools_source,
-                tools_allow=tools_allow,
-                tools_deny=tools_deny,
-                tool_choice=tool_choice,
-                parallel_tool_calls=parallel_tool_calls,
-                max_iterations=max_iterations,
-                choices=choices,
-                history=history,
-            )
+        options = RunOptions(
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            max_iterations=max_iterations,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
         )
+        policy = ToolPolicy.of(toolset, tools_source, tools_allow, tools_deny)
+        call = _ExecCall(
+            content=content,
+            tools=tools,
+            policy=policy,
+            options=options,
+            choices=choices,
+            history=history,
+        )
+        return self._start(call)
 
-    def _start(self, args: _ExecArgs) -> Coroutine[Any, Any, Any]:
+    def _start(self, call: _ExecCall) -> Coroutine[Any, Any, Any]:
         """Register the exec's abort signal (so :meth:`abort` reaches it from now on) and
         return the coroutine that runs it."""
         signal = AbortSignal()
         with self._lock:
             self._signals.add(signal)
-        return self._run_exec(args, signal)
+        return self._run_exec(call, signal)
 
-    async def _run_exec(self, args: _ExecArgs, signal: AbortSignal) -> Any:
+    async def _run_exec(self, call: _ExecCall, signal: AbortSignal) -> Any:
         """Run one exec: its agent in its scope, then its reply (or its pick)."""
         try:
-            menu = _Menu(args.choices) if args.choices is not None else None
-            agent, scope, prompt = self._prepare(args, menu)
+            menu = Menu(call.choices) if call.choices is not None else None
+            agent, scope, prompt = self._prepare(call, menu)
             replies: list[str] = []
             if menu is not None:
                 agent.before_finish = _reask_once(menu, replies)
@@ -422,35 +406,31 @@ class Runtime:
             with self._lock:
                 self._signals.discard(signal)
 
-    def _prepare(self, args: _ExecArgs, menu: _Menu | None) -> tuple[Agent, _Scope, UserMessage]:
-        """Check the arguments; build the exec's agent, its scope and its prompt."""
-        history = check_history(args.history)
-        check_tool_choice(args.tool_choice)
-        policy = ToolPolicy.of(args.toolset, args.tools_source, args.tools_allow, args.tools_deny)
-        policy = policy.merged_over(_current_policy.get())
-        explicit = not isinstance(args.tools, _Unset) and args.tools is not None
-        resolved = self._resolve_tools(args.tools, policy)
-        loaded = _current_loaded.get()
+    def _prepare(self, call: _ExecCall, menu: Menu | None) -> tuple[Agent, _Scope, UserMessage]:
+        """Check the history; build the exec's agent, its scope and its prompt."""
+        history = check_history(call.history)
+        policy = call.policy.merged_over(_current_policy.get())
+        resolved = self._resolve_tools(call.tools, policy)
+        loaded = current_loaded_var.get()
         scope = _Scope(
-            resolved if explicit else None, policy, self, set() if loaded is None else loaded
+            resolved if call.tools is not None else None,
+            policy,
+            self,
+            set() if loaded is None else loaded,
         )
-        deferral = _Deferral.of(resolved, scope.loaded)
+        deferral = Deferral.of(resolved, scope.loaded)
         agent = Agent(
             self.provider,
             system_prompt=self.system_prompt,
             tools=_with_search_tool(resolved, deferral),
             messages=history,
-            tool_choice=args.tool_choice,
-            parallel_tool_calls=args.parallel_tool_calls,
-            max_iterations=args.max_iterations,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
+            options=call.options,
             depth=scope.depth,
             parent_run_id=scope.parent_run_id,
             provider_tools=deferral.provider_tools() if deferral is not None else None,
             listeners=self._listeners,  # shared: runtime subscribers see every depth
         )
-        prompt = _as_prompt(args.content)
+        prompt = _as_prompt(call.content)
         if menu is not None:
             prompt = UserMessage(
                 [*prompt.content, TextContent(menu.instruction())], timestamp=now_ms()
@@ -459,13 +439,11 @@ class Runtime:
 
     # -- steps ---------------------------------------------------------------------------
 
-    def _resolve_tools(
-        self, tools: Sequence[Any] | _Unset | None, policy: ToolPolicy
-    ) -> list[Tool]:
+    def _resolve_tools(self, tools: Sequence[Any] | None, policy: ToolPolicy) -> list[Tool]:
         """The tools this exec offers: the caller's ``tools=`` list, else the one inherited
         from the outer exec, else every registered tool; then the gating layers (see
         :mod:`openprogram.tools`) under the merged policy."""
-        if not isinstance(tools, _Unset) and tools is not None:
+        if tools is not None:
             if isinstance(tools, (str, bytes)):
                 raise ArgumentTypeError(
                     f"tools={tools!r} must be a list of tools, not a string; pass the tool "
@@ -477,7 +455,7 @@ class Runtime:
             chosen = inherited if inherited is not None else self.registry.tools()
         return self.registry.select_policy(chosen, policy).tools
 
-    async def _decide(self, menu: _Menu, reply: str, replies: list[str]) -> Any:
+    async def _decide(self, menu: Menu, reply: str, replies: list[str]) -> Any:
         """Map the final reply to its pick and carry it out. A malformed first pick was
         already re-asked inside the run (see :func:`_reask_once`); a reply still malformed
         is a :class:`DecisionError`."""
@@ -485,7 +463,7 @@ class Runtime:
             replies.append(reply)
         try:
             pick = menu.parse(reply)
-        except _PickError as error:
+        except PickError as error:
             again = ", even after a re-ask" if len(replies) > 1 else ""
             raise DecisionError(
                 f"exec(choices=...): the model did not pick a valid option{again}: {error}. "
@@ -540,7 +518,7 @@ class Runtime:
 
 
 def _reask_once(
-    menu: _Menu, replies: list[str]
+    menu: Menu, replies: list[str]
 ) -> Callable[[AssistantMessage | None], list[UserMessage]]:
     """The re-ask of ``exec(choices=)``: when the run would finish on a malformed pick, one
     re-ask message enters as a follow-up, so the exec stays one run (one ``agent_end``)."""
@@ -551,7 +529,7 @@ def _reask_once(
         replies.append(last.text)
         try:
             menu.parse(last.text)
-        except _PickError as error:
+        except PickError as error:
             return [UserMessage.of(menu.reask(str(error)))]
         return []
 

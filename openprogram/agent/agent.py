@@ -14,8 +14,8 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Unpack
 
 from openprogram.agent._abort import AbortSignal
 from openprogram.agent.agent_loop import (
@@ -26,7 +26,7 @@ from openprogram.agent.agent_loop import (
     run_agent_loop,
 )
 from openprogram.errors import AgentBusyError, ArgumentTypeError
-from openprogram.providers.base import Provider, ToolChoice, check_tool_choice
+from openprogram.providers.base import Provider, RunOptions, RunSettings
 from openprogram.tools import Tool, as_tool
 from openprogram.types import AnyMessage, AssistantMessage, ToolSpec, UserMessage
 
@@ -84,6 +84,10 @@ class Agent:
     when the model would otherwise finish, and ``abort`` cancels the run (no tool starts
     after it), from any thread. ``subscribe`` registers a listener for every event; a
     listener that raises is logged and ignored.
+
+    How it calls the model is one :class:`~openprogram.providers.RunOptions`: ``options=``,
+    or its fields as keywords (``Agent(provider, max_iterations=3)``; given with
+    ``options=``, they replace its fields).
     """
 
     def __init__(
@@ -93,26 +97,23 @@ class Agent:
         system_prompt: str = "",
         tools: Iterable[Any] = (),
         messages: Iterable[AnyMessage] = (),
-        tool_choice: ToolChoice = "auto",
-        parallel_tool_calls: bool | None = None,
-        max_iterations: int | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
+        options: RunOptions | None = None,
         depth: int = 0,
         parent_run_id: str | None = None,
         provider_tools: Callable[[list[Tool]], list[ToolSpec]] | None = None,
         listeners: list[Listener] | None = None,
+        **settings: Unpack[RunSettings],
     ) -> None:
         context = AgentContext(system_prompt, list(messages), [as_tool(t) for t in tools])
         self.state = AgentState(context)
         self.provider = provider
+        if options is None:
+            options = RunOptions(**settings)
+        elif settings:
+            options = replace(options, **settings)
         self._config = LoopConfig(
             provider=provider,
-            tool_choice=check_tool_choice(tool_choice),
-            parallel_tool_calls=parallel_tool_calls,
-            max_iterations=max_iterations,
-            max_tokens=max_tokens,
-            temperature=temperature,
+            options=options,
             get_steering_messages=self._dequeue_steering,
             get_follow_up_messages=self._dequeue_follow_ups,
             depth=depth,
@@ -130,6 +131,11 @@ class Agent:
         """The abort signals of the runs asked for (``prompt()`` called) and not ended. Weak:
         a prompt coroutine never awaited takes its signal with it. Made on the first
         ``prompt()``: an exec's agent is aborted through its runtime, and never needs it."""
+
+    @property
+    def options(self) -> RunOptions:
+        """How this agent's runs call the model (checked when the agent was built)."""
+        return self._config.options
 
     # -- subscribers ---------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from openprogram.agent._abort import AbortSignal
 from openprogram.events import (
@@ -49,7 +49,7 @@ from openprogram.events import (
     TurnEnd,
     TurnStart,
 )
-from openprogram.providers.base import Context, Provider, StreamOptions, ToolChoice
+from openprogram.providers.base import Context, Provider, RunOptions, StreamOptions
 from openprogram.tools import ArgumentsError, Tool, ToolResult, normalize_result
 from openprogram.types import (
     AnyMessage,
@@ -72,6 +72,7 @@ __all__ = [
     "LoopResult",
     "MessageSource",
     "effective_cap",
+    "new_run_id",
     "run_agent_loop",
     "stream_agent_loop",
 ]
@@ -97,7 +98,7 @@ _RUN_ID_STEM = uuid.uuid4().hex[:8]
 _run_numbers = itertools.count(1)
 
 
-def _new_run_id() -> str:
+def new_run_id() -> str:
     """A run id unique across processes (a random stem) and within one (a counter): cheap
     enough to make for every run."""
     return f"{_RUN_ID_STEM}-{next(_run_numbers)}"
@@ -133,14 +134,11 @@ class AgentContext:
 
 @dataclass(slots=True, kw_only=True)
 class LoopConfig:
-    """How to run: the provider, the per-round options and the queues to poll."""
+    """How to run: the provider, the run's options and the queues to poll."""
 
     provider: Provider
-    tool_choice: ToolChoice = "auto"
-    parallel_tool_calls: bool | None = None
-    max_iterations: int | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
+    options: RunOptions = field(default_factory=RunOptions)
+    """Checked when built; every model call's :class:`StreamOptions` carry them."""
     get_steering_messages: MessageSource | None = None
     get_follow_up_messages: MessageSource | None = None
     depth: int = 0
@@ -153,20 +151,39 @@ class LoopConfig:
 
 @dataclass(slots=True, kw_only=True)
 class LoopResult:
+    """What one run of the loop produced: why it ended, the messages it added, and what it
+    took off the queues without delivering. :func:`run_agent_loop` returns it;
+    ``Agent.state.last_result`` and ``Runtime.last_run.loop`` keep the last one."""
+
     reason: EndReason
+    """Why the run ended (the ``reason`` of its ``agent_end``)."""
     messages: list[AnyMessage]
     """The messages the run added, prompts included."""
     final: AssistantMessage | None
     """The last assistant message (None if the model was never called)."""
-    model_calls: int
+    rounds: int
+    """The rounds the run opened (its ``turn_start`` events, numbered by ``round``): one
+    model call each, but for a last round that ended (aborted, or something raised) before
+    its call. The execs nested in its tools count their own."""
     unconsumed_steering: list[UserMessage] = field(default_factory=list)
+    """Steering messages dequeued but not delivered because the cap was reached or the run
+    was aborted (an :class:`Agent` queues them again)."""
     unconsumed_follow_ups: list[UserMessage] = field(default_factory=list)
-    """Messages dequeued but not delivered because the cap was reached or the run was
-    aborted."""
+    """Follow-up messages dequeued but not delivered because the cap was reached (an
+    :class:`Agent` queues them again)."""
     error: BaseException | None = None
     """What raised, when the run ended because something raised."""
     run_id: str = ""
     """The id every event of the run carried."""
+
+
+class _Position(TypedDict):
+    """The position fields every event of one run shares (``round`` is given apart, as it
+    moves): spread into each event the run builds."""
+
+    depth: int
+    run_id: str
+    parent_run_id: str | None
 
 
 class _Run:
@@ -184,8 +201,8 @@ class _Run:
         "listeners",
         "message_open",
         "new_messages",
-        "options",
         "parent_run_id",
+        "position",
         "round",
         "run_id",
         "tools_by_name",
@@ -209,17 +226,10 @@ class _Run:
         self.run_id = run_id
         self.parent_run_id = config.parent_run_id
         self.depth = config.depth
+        self.position = _Position(depth=self.depth, run_id=run_id, parent_run_id=self.parent_run_id)
         self.round = 0
         self.new_messages: list[AnyMessage] = []
         self.tools_by_name = {t.name: t for t in context.tools}
-        self.options = StreamOptions(
-            tool_choice=config.tool_choice,
-            parallel_tool_calls=config.parallel_tool_calls,
-            max_tokens=config.max_tokens,
-            temperature=config.temperature,
-            cancel=cancel,
-            depth=config.depth,
-        )
         self.turn_open = False
         self.message_open = False
         self.turn_message: AssistantMessage | None = None
@@ -246,28 +256,10 @@ class _Run:
             self.emit_end(message, origin)
 
     def emit_start(self, message: AnyMessage, origin: MessageOrigin | None = None) -> None:
-        self.emit(
-            MessageStart(
-                message=message,
-                depth=self.depth,
-                round=self.round,
-                run_id=self.run_id,
-                parent_run_id=self.parent_run_id,
-                origin=origin,
-            )
-        )
+        self.emit(MessageStart(message=message, round=self.round, origin=origin, **self.position))
 
     def emit_end(self, message: AnyMessage, origin: MessageOrigin | None = None) -> None:
-        self.emit(
-            MessageEnd(
-                message=message,
-                depth=self.depth,
-                round=self.round,
-                run_id=self.run_id,
-                parent_run_id=self.parent_run_id,
-                origin=origin,
-            )
-        )
+        self.emit(MessageEnd(message=message, round=self.round, origin=origin, **self.position))
 
     def start_turn(self) -> None:
         self.turn_open = True
@@ -275,27 +267,13 @@ class _Run:
         self.turn_results = []
         self.batch = []
         if self.listeners:
-            self.emit(
-                TurnStart(
-                    depth=self.depth,
-                    round=self.round,
-                    run_id=self.run_id,
-                    parent_run_id=self.parent_run_id,
-                )
-            )
+            self.emit(TurnStart(round=self.round, **self.position))
 
     def end_turn(self, message: AssistantMessage, results: list[ToolResultMessage]) -> None:
         self.turn_open = False
         if self.listeners:
             self.emit(
-                TurnEnd(
-                    message=message,
-                    tool_results=results,
-                    depth=self.depth,
-                    round=self.round,
-                    run_id=self.run_id,
-                    parent_run_id=self.parent_run_id,
-                )
+                TurnEnd(message=message, tool_results=results, round=self.round, **self.position)
             )
 
 
@@ -331,7 +309,7 @@ async def run_agent_loop(
     ``run_id`` tags every event of the run (default: a fresh unique id).
     """
     signal = cancel if cancel is not None else AbortSignal()
-    run = _Run(context, config, listeners, signal, run_id or _new_run_id())
+    run = _Run(context, config, listeners, signal, run_id or new_run_id())
     if isinstance(signal, AbortSignal):
         signal.attach()
     try:
@@ -344,9 +322,7 @@ async def run_agent_loop(
 async def _guarded_run(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
     """The run, with whatever raises turned into its end (see :func:`run_agent_loop`)."""
     if run.listeners:
-        run.emit(
-            AgentStart(depth=run.depth, round=0, run_id=run.run_id, parent_run_id=run.parent_run_id)
-        )
+        run.emit(AgentStart(round=0, **run.position))
     try:
         result = await _run_loop(run, prompts)
     except asyncio.CancelledError:
@@ -404,14 +380,7 @@ def _end(
 ) -> LoopResult:
     if run.listeners:
         run.emit(
-            AgentEnd(
-                reason=reason,
-                messages=run.new_messages,
-                depth=run.depth,
-                round=run.round,
-                run_id=run.run_id,
-                parent_run_id=run.parent_run_id,
-            )
+            AgentEnd(reason=reason, messages=run.new_messages, round=run.round, **run.position)
         )
     if final is None:
         final = next(
@@ -421,7 +390,7 @@ def _end(
         reason=reason,
         messages=run.new_messages,
         final=final,
-        model_calls=run.round,
+        rounds=run.round,
         unconsumed_steering=steering or [],
         unconsumed_follow_ups=follow_ups or [],
         error=run.error,
@@ -451,7 +420,7 @@ def _close_after_failure(run: _Run, stop: str, text: str) -> AssistantMessage:
 async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
     """The outer pass loop (follow-ups) around the inner round loop (tools, steering)."""
     config, context = run.config, run.context
-    cap = effective_cap(config.max_iterations)
+    cap = effective_cap(config.options.max_iterations)
     run.round = 1
     run.start_turn()
     for message in prompts:
@@ -513,7 +482,9 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     context = run.context
     if run.cancel.is_set():
         return _finish_message(run, None, _failed("aborted", "Run aborted before the model call"))
-    run.options.round = run.round
+    options = StreamOptions.of(
+        run.config.options, cancel=run.cancel, depth=run.depth, round=run.round
+    )
     request = Context(context.system_prompt, context.messages, specs)
     partial: AssistantMessage | None = None
     listeners = run.listeners
@@ -522,7 +493,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     updates = [f for f in listeners if getattr(f, "wants_updates", True)]
     final: AssistantMessage | None = None
     try:
-        async for event in run.config.provider.stream(request, run.options):
+        async for event in run.config.provider.stream(request, options):
             if event.type == "start":
                 partial = event.partial
                 context.stream_message = partial
@@ -560,14 +531,7 @@ def _emit_update(
             _claim_call_id(run, block)
             run.claimed.append(block)
     run.emit(
-        MessageUpdate(
-            message=partial,
-            event=event,
-            depth=run.depth,
-            round=run.round,
-            run_id=run.run_id,
-            parent_run_id=run.parent_run_id,
-        ),
+        MessageUpdate(message=partial, event=event, round=run.round, **run.position),
         updates,
     )
 
@@ -719,10 +683,8 @@ def _updater(run: _Run, call: ToolCall) -> Callable[[Any], None]:
                 tool_name=call.name,
                 args=call.arguments,
                 partial_result=partial_result,
-                depth=run.depth,
                 round=run.round,
-                run_id=run.run_id,
-                parent_run_id=run.parent_run_id,
+                **run.position,
             )
         )
 
@@ -740,10 +702,8 @@ def _tool_start(run: _Run, call: ToolCall) -> ToolExecutionStart:
         tool_call_id=call.id,
         tool_name=call.name,
         args=call.arguments,
-        depth=run.depth,
         round=run.round,
-        run_id=run.run_id,
-        parent_run_id=run.parent_run_id,
+        **run.position,
     )
 
 
@@ -758,10 +718,8 @@ def _tool_end(
         args=call.arguments,
         skipped=result.skipped,
         error_kind=kind,
-        depth=run.depth,
         round=run.round,
-        run_id=run.run_id,
-        parent_run_id=run.parent_run_id,
+        **run.position,
     )
 
 

@@ -15,9 +15,14 @@ import asyncio
 import importlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict, runtime_checkable
 
-from openprogram.errors import ConfigurationError, InvalidArgumentError, ProviderNotFoundError
+from openprogram.errors import (
+    ArgumentTypeError,
+    ConfigurationError,
+    InvalidArgumentError,
+    ProviderNotFoundError,
+)
 from openprogram.events import ProviderEvent
 from openprogram.types import AnyMessage, ToolSpec
 
@@ -25,6 +30,8 @@ __all__ = [
     "Context",
     "Provider",
     "ProviderFactory",
+    "RunOptions",
+    "RunSettings",
     "StreamOptions",
     "ToolChoice",
     "check_tool_choice",
@@ -68,16 +75,58 @@ class Context:
     tools: list[ToolSpec]
 
 
-@dataclass(slots=True)
-class StreamOptions:
-    """Per-call options. ``tool_choice`` and ``parallel_tool_calls`` are sent every round."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """How a run calls the model: one checked object from ``Runtime.exec`` (or an
+    :class:`~openprogram.agent.Agent`) through the loop to every model call, whose
+    :class:`StreamOptions` carry the same fields. Checked once, when built: a bad value
+    raises at once, naming it and what is allowed::
+
+        options = RunOptions(tool_choice="required", max_iterations=5)
+        agent = Agent(provider, options=options)
+    """
 
     tool_choice: ToolChoice = "auto"
+    """See :data:`ToolChoice`; sent every round."""
     parallel_tool_calls: bool | None = None
     """``False`` forbids several tool calls in one reply where the API has the knob;
     ``None`` leaves the provider's default."""
+    max_iterations: int | None = None
+    """The round cap as given: the loop makes at most ``max(1, min(50, max_iterations))``
+    model calls (50 when ``None``)."""
     max_tokens: int | None = None
+    """The reply's token limit (``None``: the provider's own default)."""
     temperature: float | None = None
+
+    def __post_init__(self) -> None:
+        check_tool_choice(self.tool_choice)
+        if self.parallel_tool_calls not in (None, True, False):
+            raise ArgumentTypeError(
+                f"parallel_tool_calls={self.parallel_tool_calls!r} must be True, False or "
+                "None (the provider's default)"
+            )
+        for name in ("max_iterations", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is bool or not isinstance(value, int)):
+                raise ArgumentTypeError(f"{name}={value!r} must be an int or None")
+
+
+class RunSettings(TypedDict, total=False):
+    """The fields of :class:`RunOptions` as keywords, for the signatures that take them
+    flat (``Agent(provider, max_iterations=3)``)."""
+
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool | None
+    max_iterations: int | None
+    max_tokens: int | None
+    temperature: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamOptions(RunOptions):
+    """One model call's options: the run's :class:`RunOptions` and where the call stands
+    (the loop builds one per call from the run's checked options, see :meth:`of`)."""
+
     cancel: asyncio.Event | None = None
     """Set when the run is aborted; a provider stops streaming and yields an ``aborted``
     error event."""
@@ -86,6 +135,21 @@ class StreamOptions:
     round: int = 0
     """Model call number within its exec, from 1."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Not checked again: the loop builds these from checked :class:`RunOptions` every
+        round, and an adapter checks ``tool_choice`` as it maps it."""
+
+    @classmethod
+    def of(
+        cls, options: RunOptions, *, cancel: asyncio.Event | None, depth: int, round: int
+    ) -> StreamOptions:
+        """The options of one model call of a run made with ``options``."""
+        values = {name: getattr(options, name) for name in _RUN_FIELDS}
+        return cls(**values, cancel=cancel, depth=depth, round=round)
+
+
+_RUN_FIELDS = tuple(RunOptions.__dataclass_fields__)
 
 
 @runtime_checkable

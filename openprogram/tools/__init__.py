@@ -8,7 +8,6 @@
 - :func:`as_tool`: adapts any ``tools=`` entry to the loop's :class:`Tool`.
 """
 
-from openprogram.tools import _choices, _context, _deferred
 from openprogram.tools._context import current_runtime
 from openprogram.tools._decorators import (
     AgenticOptions,
@@ -62,11 +61,3 @@ for _name in __all__:
     if isinstance(_value, type) and _value.__module__.startswith(f"{__name__}._"):
         _value.__module__ = __name__
 del _name, _value
-
-# Hooks for openprogram.runtime, which reaches the tool layer only through this module
-# (exec(choices=...), deferred loading, the context variables it sets). Not API.
-_Menu = _choices.Menu
-_PickError = _choices.PickError
-_Deferral = _deferred.Deferral
-_current_loaded = _deferred._current_loaded
-_current_runtime = _context._current_runtime

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from openprogram.runtime import Runtime
 
-__all__ = ["current_runtime"]
+__all__ = ["active_agentic_var", "current_runtime", "current_runtime_var"]
 
-_current_runtime: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar(
+current_runtime_var: contextvars.ContextVar[Runtime | None] = contextvars.ContextVar(
     "_current_runtime", default=None
 )
 """The runtime of the innermost running exec (or ``@agentic_function`` call)."""
@@ -22,10 +22,10 @@ _current_runtime: contextvars.ContextVar[Runtime | None] = contextvars.ContextVa
 
 def current_runtime() -> Runtime | None:
     """The runtime running the current exec or ``@agentic_function`` call, if any."""
-    return _current_runtime.get()
+    return current_runtime_var.get()
 
 
-_active_agentic: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+active_agentic_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     "_active_agentic", default=()
 )
 """Names of the ``@agentic_function`` calls running now, outermost first (the recursion

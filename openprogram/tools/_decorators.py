@@ -52,7 +52,7 @@ from openprogram.errors import (
     NoRuntimeError,
     ToolDefinitionError,
 )
-from openprogram.tools._context import _active_agentic, _current_runtime, current_runtime
+from openprogram.tools._context import active_agentic_var, current_runtime, current_runtime_var
 from openprogram.tools._gating import ToolGates
 from openprogram.tools._schema import Signature, signature_of
 from openprogram.tools._tool import Tool
@@ -161,7 +161,7 @@ class FunctionTool(Generic[P, R]):
         fn: Callable[..., Any] = self.__wrapped__
         if not self.agentic:
             return fn(*args, **kwargs)
-        active = _active_agentic.get()
+        active = active_agentic_var.get()
         if active.count(self.name) >= self.max_depth:
             raise AgenticRecursionError(
                 f"agentic function {self.name!r} is already running {self.max_depth} levels "
@@ -170,23 +170,23 @@ class FunctionTool(Generic[P, R]):
             )
         if self._signature.is_async:
             return self._ainvoke(runtime, active, args, kwargs)
-        tokens = (_active_agentic.set((*active, self.name)), _current_runtime.set(runtime))
+        tokens = (active_agentic_var.set((*active, self.name)), current_runtime_var.set(runtime))
         try:
             return fn(*args, **kwargs)
         finally:
-            _current_runtime.reset(tokens[1])
-            _active_agentic.reset(tokens[0])
+            current_runtime_var.reset(tokens[1])
+            active_agentic_var.reset(tokens[0])
 
     async def _ainvoke(
         self, runtime: Runtime | None, active: tuple[str, ...], args: tuple[Any, ...], kwargs: Any
     ) -> Any:
         fn = cast(Callable[..., Awaitable[Any]], self.__wrapped__)
-        tokens = (_active_agentic.set((*active, self.name)), _current_runtime.set(runtime))
+        tokens = (active_agentic_var.set((*active, self.name)), current_runtime_var.set(runtime))
         try:
             return await fn(*args, **kwargs)
         finally:
-            _current_runtime.reset(tokens[1])
-            _active_agentic.reset(tokens[0])
+            current_runtime_var.reset(tokens[1])
+            active_agentic_var.reset(tokens[0])
 
     # -- called by the loop --------------------------------------------------------------
 

@@ -21,20 +21,15 @@ from dataclasses import dataclass, field
 from openprogram.tools._tool import Tool
 from openprogram.types import ToolSpec
 
-__all__ = ["SEARCH_TOOL_NAME", "Deferral", "current_loaded"]
+__all__ = ["SEARCH_TOOL_NAME", "Deferral", "current_loaded_var"]
 
 SEARCH_TOOL_NAME = "tool_search"
 MAX_RESULTS = 20
 
-_current_loaded: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
+current_loaded_var: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar(
     "_current_loaded", default=None
 )
-"""Names loaded by ``tool_search`` in the running (outermost) exec."""
-
-
-def current_loaded() -> set[str] | None:
-    """The set of deferred tools loaded in the running exec (None outside one)."""
-    return _current_loaded.get()
+"""Names loaded by ``tool_search`` in the running (outermost) exec (None outside one)."""
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from _support import compact, make_runtime, tool
 
-from openprogram import UNSET, Agent, Runtime
+from openprogram import Agent, Runtime
 from openprogram.agent import AgentContext, LoopConfig, run_agent_loop
 from openprogram.types import ImageContent, TextContent, UserMessage
 from openprogram_sim.models import ScriptedModel
@@ -43,7 +43,7 @@ def test_agent_state_tracks_history_streaming_and_pending_calls() -> None:
     ]
     assert [t.name for t in agent.state.tools] == ["probe"]
     assert model.requests[0].system_prompt == "be brief"
-    assert result.reason == "stop" and result.model_calls == 2
+    assert result.reason == "stop" and result.rounds == 2
     thinking = agent.state.messages[1].content[0]
     assert getattr(thinking, "thinking", None) == "let me see"
     # a second prompt continues the same history
@@ -112,7 +112,7 @@ def test_exec_accepts_content_blocks_and_user_messages() -> None:
     assert model.requests[1].messages[0].text == "plain"
     with pytest.raises(TypeError, match="exec content must be a str"):
         runtime.exec([42], tools=[])  # type: ignore[list-item]
-    assert runtime.last_run is not None and runtime.last_run.model_calls == 1
+    assert runtime.last_run is not None and runtime.last_run.rounds == 1
 
 
 def test_aexec_inside_a_running_loop_and_sync_exec_from_a_thread() -> None:
@@ -142,7 +142,6 @@ def test_errors_in_the_worker_thread_reach_the_caller() -> None:
 def test_runtime_misuse_is_reported() -> None:
     with pytest.raises(TypeError, match="only apply with model="):
         Runtime(provider=ScriptedModel([]), api_key="x")
-    assert repr(UNSET) == "UNSET" and not UNSET
 
 
 def test_before_finish_adds_follow_ups_in_the_same_run() -> None:

@@ -266,4 +266,4 @@ def test_stream_agent_loop_yields_events_then_the_result() -> None:
     events, result = asyncio.run(main())
     assert [e["type"] for e in to_trace(events)][-3:] == ["message_end", "turn_end", "agent_end"]
     assert result.reason == "stop" and result.final.text == "done"
-    assert result.model_calls == 2
+    assert result.rounds == 2

@@ -16,11 +16,12 @@ import pytest
 
 PUBLIC: dict[str, list[str]] = {
     "openprogram": [
-        "UNSET", "Agent", "AgentBusyError", "AgentState", "AgenticRecursionError",
+        "Agent", "AgentBusyError", "AgentState", "AgenticRecursionError",
         "ArgumentTypeError", "AssistantMessage", "ConfigurationError", "DecisionError",
         "ExecResult", "FunctionTool", "ImageContent", "InvalidArgumentError", "LoopResult",
         "ModelError", "NoRuntimeError", "OpenProgramError", "Provider", "ProviderNotFoundError",
-        "RunAbortedError", "RunError", "Runtime", "TextContent", "ThinkingContent", "Tool",
+        "RunAbortedError", "RunError", "RunOptions", "Runtime", "TextContent", "ThinkingContent",
+        "Tool",
         "ToolCall", "ToolDefinitionError", "ToolEntryError", "ToolRegistry", "ToolResult",
         "ToolResultMessage", "ToolSchemaError", "ToolSpec", "UnknownToolsetError", "Usage",
         "UsageError", "UserMessage", "__version__", "agentic_function", "as_tool",
@@ -33,7 +34,8 @@ PUBLIC: dict[str, list[str]] = {
         "run_agent_loop", "stream_agent_loop",
     ],
     "openprogram.providers": [
-        "Context", "MessageBuilder", "Provider", "ProviderFactory", "StreamOptions", "ToolChoice",
+        "Context", "MessageBuilder", "Provider", "ProviderFactory", "RunOptions", "RunSettings",
+        "StreamOptions", "ToolChoice",
         "check_tool_choice", "get_provider", "parse_arguments", "parse_response",
         "provider_names", "register_provider", "tool_choice_fields",
     ],
@@ -47,6 +49,9 @@ PUBLIC: dict[str, list[str]] = {
         "as_tool", "compile_validator", "current_runtime", "default_registry", "function",
         "normalize_result", "validate_tool_arguments",
     ],
+    "openprogram.tools.hooks": [
+        "Deferral", "Menu", "PickError", "current_loaded_var", "current_runtime_var",
+    ],
     "openprogram.tools.registry": [
         "BUILTIN_TOOLSETS", "RegistrySnapshot", "ToolRegistry", "default_registry",
     ],
@@ -59,7 +64,8 @@ PUBLIC: dict[str, list[str]] = {
         "now_ms",
     ],
     "openprogram.events": [
-        "AgentEnd", "AgentEvent", "AgentStart", "EndReason", "EventStream", "MessageEnd",
+        "AgentEnd", "AgentEvent", "AgentEventBase", "AgentStart", "EndReason", "EventStream",
+        "MessageEnd",
         "MessageOrigin", "MessageStart", "MessageUpdate", "ProviderDone", "ProviderError",
         "ProviderEvent", "ProviderStart", "TextDelta", "TextEnd", "TextStart", "ThinkingDelta",
         "ThinkingEnd", "ThinkingStart", "ToolCallDelta", "ToolCallEnd", "ToolCallStart",
