@@ -1,5 +1,6 @@
 """``openprogram-sim serve`` as a user runs it: a real process, the banner with each API's
-base URL, a line per request, Ctrl-C, then the report and the exit status."""
+base URL, a line per request, Ctrl-C, then the report and the exit status. (The files it
+refuses are refused before any server starts: those run through ``main(argv)`` in-process.)"""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from _support import run_cli
 
 DATA = Path(__file__).parent / "data"
 TIDES = DATA / "tides.yaml"
@@ -118,12 +120,7 @@ def test_a_client_that_gives_up_leaves_no_traceback(tmp_path: Path) -> None:
 def test_a_scenario_that_does_not_load_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("scenario: x\nexec: {content: hi}\nmodel: [{textt: hi}]\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "openprogram_sim.cli", "serve", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = run_cli("serve", str(bad))
     assert result.returncode == 2
     assert "did you mean 'text'" in result.stderr
 
@@ -134,12 +131,7 @@ def test_a_cassette_scenario_is_refused_with_the_way_to_serve_it(tmp_path: Path)
         "scenario: x\nexec: {content: hi}\n"
         "model: {cassette: rec.yaml, model: 'anthropic:claude-x'}\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "openprogram_sim.cli", "serve", str(scenario)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    result = run_cli("serve", str(scenario))
     assert result.returncode == 2
     assert "replays a cassette" in result.stderr
     assert "openprogram-sim distill rec.yaml --scenario" in result.stderr

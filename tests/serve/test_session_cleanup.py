@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from _support import run_cli
 
 from openprogram_sim.scenario import load_scenario
 from openprogram_sim.wire import SessionReport, serve
@@ -316,10 +317,7 @@ def test_the_cli_ends_expires_and_caps_sessions_and_reports_them_all() -> None:
     ],
 )
 def test_bad_limits_on_the_command_line_exit_2(flag: str, value: str, says: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "openprogram_sim.cli", "serve", str(TIDES_PATH), flag, value],
-        capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+    result = run_cli("serve", str(TIDES_PATH), flag, value)
     assert result.returncode == 2
     assert says in result.stderr
 
