@@ -19,10 +19,12 @@
   checked on what each client sent (:func:`request_check`).
 """
 
-from typing import TYPE_CHECKING
+import typing as _typing
 
 from openprogram_sim.play._check import Verdict, check_outcome, check_requests, request_check
+from openprogram_sim.play._deadline import DEADLINE_SUPPORTED
 from openprogram_sim.play._runner import (
+    GRACE_SECONDS,
     RecordingProvider,
     RunOutcome,
     arun_scenario,
@@ -32,10 +34,12 @@ from openprogram_sim.play._runner import (
 )
 from openprogram_sim.trace import Failure
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from openprogram_sim.play._serve import scenario_server, serve_scenario
 
 __all__ = [
+    "DEADLINE_SUPPORTED",
+    "GRACE_SECONDS",
     "Failure",
     "RecordingProvider",
     "RunOutcome",

@@ -34,6 +34,7 @@ from openprogram_sim.errors import LoopBlockedError
 
 __all__ = [
     "CANCEL_SECONDS",
+    "DEADLINE_SUPPORTED",
     "REPEAT_SECONDS",
     "Deadline",
     "DeadlineInterrupt",
@@ -50,7 +51,8 @@ interrupts whatever holds the loop."""
 
 T = TypeVar("T")
 
-_POSIX = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
+DEADLINE_SUPPORTED = hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
+"""Whether this platform has the SIGALRM interval timer the deadline uses (POSIX)."""
 
 
 class DeadlineInterrupt(BaseException):
@@ -73,7 +75,7 @@ class Deadline:
     def arm(cls, seconds: float, trace: list[dict[str, Any]]) -> Deadline | None:
         """A deadline firing in ``seconds``, or None where one cannot be set safely (not the
         main thread, not POSIX, or SIGALRM already in someone else's use)."""
-        if not _POSIX or threading.current_thread() is not threading.main_thread():
+        if not DEADLINE_SUPPORTED or threading.current_thread() is not threading.main_thread():
             return None
         if signal.getsignal(signal.SIGALRM) is not signal.SIG_DFL:
             return None

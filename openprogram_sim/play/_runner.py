@@ -33,6 +33,7 @@ from openprogram_sim.scenario import Scenario, scenario_env
 from openprogram_sim.trace import TraceRecorder
 
 __all__ = [
+    "GRACE_SECONDS",
     "RecordingProvider",
     "RunOutcome",
     "arun_scenario",
@@ -241,8 +242,9 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
         return await play.run()
 
 
-_GRACE_SECONDS = 1.0
-"""How long a run that hit its time limit gets to end after the abort."""
+GRACE_SECONDS = 1.0
+"""How long a run that hit its time limit gets to end after the abort (and how long after
+``timeout:`` the deadline interrupts code that blocks the event loop)."""
 
 
 class _Play:
@@ -272,9 +274,9 @@ class _Play:
             # abort it (real time: the virtual clock never waits)
             timed_out = len(self.recorder.trace)
             if deadline is not None:
-                deadline.postpone(_GRACE_SECONDS + CANCEL_SECONDS)
+                deadline.postpone(GRACE_SECONDS + CANCEL_SECONDS)
             runtime.abort()
-            if not await _finished(run, _GRACE_SECONDS):
+            if not await _finished(run, GRACE_SECONDS):
                 run.cancel()
                 await asyncio.wait({run})
         if deadline is not None and deadline.fired:
@@ -306,7 +308,7 @@ class _Play:
             if timed_out is None:
                 timed_out = deadline.cut
             result = None
-            error = LoopBlockedError.of(blocked, self.scenario.timeout, _GRACE_SECONDS)
+            error = LoopBlockedError.of(blocked, self.scenario.timeout, GRACE_SECONDS)
         observed, provider = self.observed, self.provider
         requests = observed.requests
         if isinstance(observed, ScriptedModel):
@@ -379,7 +381,7 @@ def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOut
     with scenario_env(scenario.env):
         deadline = None
         if _may_block(scenario, provider):
-            deadline = Deadline.arm(scenario.timeout + _GRACE_SECONDS, play.recorder.trace)
+            deadline = Deadline.arm(scenario.timeout + GRACE_SECONDS, play.recorder.trace)
         if deadline is None:
             try:
                 return loop.run_until_complete(play.run())

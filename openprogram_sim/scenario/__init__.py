@@ -69,7 +69,7 @@ __all__ = [
 
 for _cls in (
     AbortPoint, CassetteModel, ExecArgs, Expect, FollowUp, ForcedChoice, HistoryMessage,
-    ModelTurn, RaisesSpec, RequestExpect, Scenario, Steering, ToolDef,
+    ModelTurn, PythonRefError, RaisesSpec, RequestExpect, Scenario, Steering, ToolDef,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

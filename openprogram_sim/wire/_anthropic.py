@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram.types import Usage
-from openprogram_sim.wire._errors import _kind
+from openprogram_sim.wire._errors import error_kind
 from openprogram_sim.wire._plan import (
     SSE_UTF8,
     Plan,
     WireResponse,
-    _cut,
-    _json_response,
-    _not_object,
-    _sse,
+    cut_short,
+    json_response,
+    not_object,
     signature,
+    sse_event,
 )
 
 __all__ = ["encode_anthropic"]
@@ -62,19 +62,19 @@ def encode_anthropic(plan: Plan, *, stream: bool) -> WireResponse:
     usage = plan.usage if plan.error is None else Usage()
     if not stream:
         if any(c.value is None for c in plan.calls):
-            raise _not_object("anthropic", "tool_use.input", stream=False)
+            raise not_object("anthropic", "tool_use.input", stream=False)
         body = {
             **message,
             "content": _anthropic_blocks(plan),
             "stop_reason": _ANTHROPIC_STOP[plan.stop],
             "usage": _anthropic_usage(usage),
         }
-        response = _json_response(200, body)
-        return _cut(response) if plan.truncate else response
+        response = json_response(200, body)
+        return cut_short(response) if plan.truncate else response
     chunks: list[bytes] = []
 
     def add(kind: str, **fields: Any) -> None:
-        chunks.append(_sse({"type": kind, **fields}, kind))
+        chunks.append(sse_event({"type": kind, **fields}, kind))
 
     add(
         "message_start",
@@ -113,7 +113,7 @@ def encode_anthropic(plan: Plan, *, stream: bool) -> WireResponse:
         add("content_block_stop", index=index)
         index += 1
     if plan.error is not None:
-        kind, _ = _kind("anthropic", plan.error_status)
+        kind, _ = error_kind("anthropic", plan.error_status)
         add("error", error={"type": kind, "message": plan.error})
     elif not plan.truncate:
         stop = {"stop_reason": _ANTHROPIC_STOP[plan.stop], "stop_sequence": None}

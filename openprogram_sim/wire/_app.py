@@ -39,7 +39,7 @@ from openprogram_sim.wire._delivering import (
 )
 from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._faults import Delivery, deliver
-from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, _json
+from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, json_text
 from openprogram_sim.wire._scripted import mask_headers, mask_url
 from openprogram_sim.wire._session import (
     EndedSessions,
@@ -302,7 +302,7 @@ class _SessionRoute:
 
 
 async def _send_json(send: Send, status: int, body: Any) -> None:
-    response = WireResponse(status, {"content-type": JSON_TYPE}, [_json(body).encode()])
+    response = WireResponse(status, {"content-type": JSON_TYPE}, [json_text(body).encode()])
     await send_whole(send, response)
 
 
@@ -345,7 +345,7 @@ class _Models:
             model = {"id": "scripted", "object": "model", "created": CREATED,
                      "owned_by": "openprogram-sim"}  # fmt: skip
             body = {"object": "list", "data": [model]}
-        response = WireResponse(200, {"content-type": JSON_TYPE}, [_json(body).encode()])
+        response = WireResponse(200, {"content-type": JSON_TYPE}, [json_text(body).encode()])
         await send_whole(send, response)
 
 

@@ -6,16 +6,16 @@ from typing import Any
 
 from openprogram.providers.eventstream import encode_message
 from openprogram.types import Usage
-from openprogram_sim.wire._errors import _kind
+from openprogram_sim.wire._errors import error_kind
 from openprogram_sim.wire._plan import (
     EVENT_STREAM,
     JSON_TYPE,
     Plan,
     WireResponse,
-    _cut,
-    _json,
-    _json_response,
-    _not_object,
+    cut_short,
+    json_response,
+    json_text,
+    not_object,
     signature,
 )
 
@@ -47,7 +47,7 @@ def _frame(event: str, payload: dict[str, Any], serial: int) -> bytes:
         ":content-type": JSON_TYPE,
         ":message-type": "event",
     }
-    return encode_message(headers, _json(padded).encode())
+    return encode_message(headers, json_text(padded).encode())
 
 
 def encode_bedrock(plan: Plan, *, stream: bool) -> WireResponse:
@@ -88,13 +88,13 @@ def encode_bedrock(plan: Plan, *, stream: bool) -> WireResponse:
         add("contentBlockStop", contentBlockIndex=index)
         index += 1
     if plan.error is not None:
-        _, exception = _kind("bedrock", plan.error_status)
+        _, exception = error_kind("bedrock", plan.error_status)
         headers = {
             ":exception-type": exception,
             ":content-type": JSON_TYPE,
             ":message-type": "exception",
         }
-        frames.append(encode_message(headers, _json({"message": plan.error}).encode()))
+        frames.append(encode_message(headers, json_text({"message": plan.error}).encode()))
     elif not plan.truncate:
         add("messageStop", stopReason=_BEDROCK_STOP[plan.stop])
         add("metadata", usage=_bedrock_usage(plan.usage), metrics={"latencyMs": 0})
@@ -103,7 +103,7 @@ def encode_bedrock(plan: Plan, *, stream: bool) -> WireResponse:
 
 def _bedrock_json(plan: Plan) -> WireResponse:
     if any(c.value is None for c in plan.calls):
-        raise _not_object("bedrock", "toolUse.input", stream=False)
+        raise not_object("bedrock", "toolUse.input", stream=False)
     content: list[dict[str, Any]] = []
     if plan.thinking:
         text = {"text": plan.thinking_text, "signature": signature(plan)}
@@ -119,5 +119,5 @@ def _bedrock_json(plan: Plan) -> WireResponse:
         "usage": _bedrock_usage(plan.usage),
         "metrics": {"latencyMs": 0},
     }
-    response = _json_response(200, body)
-    return _cut(response) if plan.truncate else response
+    response = json_response(200, body)
+    return cut_short(response) if plan.truncate else response

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from openprogram_sim.wire._plan import JSON_TYPE, WireResponse, _json
+from openprogram_sim.wire._plan import JSON_TYPE, WireResponse, json_text
 
-__all__ = ["ERROR_CATALOG", "error_response"]
+__all__ = ["ERROR_CATALOG", "error_kind", "error_response"]
 
 
 ERROR_CATALOG: dict[str, dict[int, tuple[str, str]]] = {
@@ -58,7 +58,7 @@ def _family(api: str) -> str:
     return "openai" if api.startswith("openai") else api
 
 
-def _kind(api: str, status: int) -> tuple[str, str]:
+def error_kind(api: str, status: int) -> tuple[str, str]:
     table = ERROR_CATALOG[_family(api)]
     return table.get(status) or table[500 if status >= 500 else 400]
 
@@ -70,7 +70,7 @@ def error_response(
     type for that status, and the headers that go with it (``retry-after`` on 429,
     ``x-amzn-ErrorType`` on Bedrock). ``should_retry`` adds ``x-should-retry`` (the header
     the official SDKs obey before their own retry rules)."""
-    kind, code = _kind(api, status)
+    kind, code = error_kind(api, status)
     family = _family(api)
     headers = {"content-type": JSON_TYPE}
     if status == 429:
@@ -92,4 +92,4 @@ def error_response(
     else:
         body = {"message": message}
         headers["x-amzn-errortype"] = f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/"
-    return WireResponse(status, headers, [_json(body).encode()])
+    return WireResponse(status, headers, [json_text(body).encode()])

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram.types import Usage
-from openprogram_sim.wire._errors import _kind
+from openprogram_sim.wire._errors import error_kind
 from openprogram_sim.wire._plan import (
     Plan,
     PlannedCall,
     WireResponse,
-    _cut,
-    _json_response,
-    _not_object,
-    _sse,
+    cut_short,
+    json_response,
+    not_object,
+    sse_event,
 )
 
 __all__ = ["encode_gemini"]
@@ -46,7 +46,7 @@ def encode_gemini(plan: Plan, *, stream: bool) -> WireResponse:
     object, never partial JSON), with no ``id`` unless the turn names one; ``finishReason``
     on the last chunk. ``:generateContent``: one JSON body."""
     if any(c.value is None for c in plan.calls):
-        raise _not_object("gemini", "functionCall.args", stream=stream)
+        raise not_object("gemini", "functionCall.args", stream=stream)
     finish = "MAX_TOKENS" if plan.stop == "length" else "STOP"
     usage = plan.usage if plan.error is None else Usage()
     head = {"modelVersion": plan.model, "responseId": f"wire{plan.seq}"}
@@ -70,18 +70,19 @@ def encode_gemini(plan: Plan, *, stream: bool) -> WireResponse:
         if plan.text:
             parts.append({"text": plan.full_text})
         body = chunk(parts + call_parts, last=True)
-        response = _json_response(200, body, "application/json; charset=UTF-8")
-        return _cut(response) if plan.truncate else response
+        response = json_response(200, body, "application/json; charset=UTF-8")
+        return cut_short(response) if plan.truncate else response
     groups = [[p] for p in thought_parts + text_parts]
     if call_parts:
         groups.append(call_parts)  # the calls of one reply come in one chunk
     if not groups:
         groups.append([])
     chunks = [
-        _sse(chunk(group, last=i == len(groups) - 1), crlf=True) for i, group in enumerate(groups)
+        sse_event(chunk(group, last=i == len(groups) - 1), crlf=True)
+        for i, group in enumerate(groups)
     ]
     if plan.error is not None:
-        status, _ = _kind("gemini", plan.error_status)
+        status, _ = error_kind("gemini", plan.error_status)
         error = {"code": plan.error_status, "message": plan.error, "status": status}
-        chunks.append(_sse({"error": error}, crlf=True))
+        chunks.append(sse_event({"error": error}, crlf=True))
     return WireResponse(200, {"content-type": "text/event-stream"}, chunks)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram.types import Usage
-from openprogram_sim.wire._errors import _kind
+from openprogram_sim.wire._errors import error_kind
 from openprogram_sim.wire._plan import (
     CREATED,
     SSE_UTF8,
     Plan,
     WireResponse,
-    _cut,
-    _json_response,
-    _sse,
+    cut_short,
+    json_response,
+    sse_event,
 )
 
 __all__ = ["encode_openai_chat"]
@@ -34,7 +34,7 @@ def _chat_usage(u: Usage) -> dict[str, Any]:
 
 
 def _chat_error(plan: Plan) -> dict[str, Any]:
-    kind, code = _kind("openai-chat", plan.error_status)
+    kind, code = error_kind("openai-chat", plan.error_status)
     return {"message": plan.error, "type": kind, "param": None, "code": code or None}
 
 
@@ -53,7 +53,7 @@ def encode_openai_chat(plan: Plan, *, stream: bool) -> WireResponse:
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return _sse({**head, "choices": [choice]})
+        return sse_event({**head, "choices": [choice]})
 
     chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
     chunks += [chunk({"reasoning_content": piece}) for piece in plan.thinking]
@@ -70,11 +70,11 @@ def encode_openai_chat(plan: Plan, *, stream: bool) -> WireResponse:
             delta = {"index": index, "function": {"arguments": piece}}
             chunks.append(chunk({"tool_calls": [delta]}))
     if plan.error is not None:
-        chunks.append(_sse({"error": _chat_error(plan)}))
+        chunks.append(sse_event({"error": _chat_error(plan)}))
     elif not plan.truncate:
         chunks.append(chunk({}, _CHAT_STOP[plan.stop]))
-        chunks.append(_sse({**head, "choices": [], "usage": _chat_usage(plan.usage)}))
-        chunks.append(_sse("[DONE]"))
+        chunks.append(sse_event({**head, "choices": [], "usage": _chat_usage(plan.usage)}))
+        chunks.append(sse_event("[DONE]"))
     return WireResponse(200, {"content-type": SSE_UTF8}, chunks)
 
 
@@ -102,5 +102,5 @@ def _chat_json(plan: Plan, head: dict[str, Any]) -> WireResponse:
         "finish_reason": _CHAT_STOP[plan.stop],
     }
     body = {**head, "choices": [choice], "usage": _chat_usage(plan.usage)}
-    response = _json_response(200, body)
-    return _cut(response) if plan.truncate else response
+    response = json_response(200, body)
+    return cut_short(response) if plan.truncate else response

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram.types import Usage
-from openprogram_sim.wire._errors import _kind
+from openprogram_sim.wire._errors import error_kind
 from openprogram_sim.wire._plan import (
     CREATED,
     SSE_UTF8,
     Plan,
     WireResponse,
-    _cut,
-    _json_response,
-    _sse,
+    cut_short,
+    json_response,
+    sse_event,
 )
 
 __all__ = ["encode_openai_responses"]
@@ -78,7 +78,7 @@ def _responses_object(plan: Plan, status: str, output: list[dict[str, Any]]) -> 
     if status == "incomplete":
         body["incomplete_details"] = {"reason": "max_output_tokens"}
     if status == "failed":
-        kind, code = _kind("openai-responses", plan.error_status)
+        kind, code = error_kind("openai-responses", plan.error_status)
         body["error"] = {"code": code or kind, "message": plan.error}
     return body
 
@@ -96,8 +96,8 @@ def encode_openai_responses(plan: Plan, *, stream: bool) -> WireResponse:
     items = _responses_items(plan)
     status = _responses_final_status(plan)
     if not stream:
-        response = _json_response(200, _responses_object(plan, status, items))
-        return _cut(response) if plan.truncate else response
+        response = json_response(200, _responses_object(plan, status, items))
+        return cut_short(response) if plan.truncate else response
     events = _ResponsesEvents()
     events.add("response.created", response=_responses_object(plan, "in_progress", []))
     events.add("response.in_progress", response=_responses_object(plan, "in_progress", []))
@@ -120,7 +120,7 @@ class _ResponsesEvents:
 
     def add(self, kind: str, **fields: Any) -> None:
         data = {"type": kind, "sequence_number": len(self.chunks), **fields}
-        self.chunks.append(_sse(data, kind))
+        self.chunks.append(sse_event(data, kind))
 
     def reasoning(self, at: int, item: dict[str, Any], pieces: list[str]) -> None:
         item_id = item["id"]

@@ -20,7 +20,13 @@ __all__ = [
     "Plan",
     "PlannedCall",
     "WireResponse",
+    "cut_short",
+    "json_response",
+    "json_text",
+    "not_object",
     "pieces",
+    "signature",
+    "sse_event",
 ]
 
 
@@ -95,22 +101,22 @@ class Plan:
         return "".join(self.text)
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _sse(data: Any, event: str | None = None, *, crlf: bool = False) -> bytes:
+def sse_event(data: Any, event: str | None = None, *, crlf: bool = False) -> bytes:
     end = "\r\n" if crlf else "\n"
     head = f"event: {event}{end}" if event else ""
-    payload = data if isinstance(data, str) else _json(data)
+    payload = data if isinstance(data, str) else json_text(data)
     return f"{head}data: {payload}{end}{end}".encode()
 
 
-def _json_response(status: int, body: Any, content_type: str = JSON_TYPE) -> WireResponse:
-    return WireResponse(status, {"content-type": content_type}, [_json(body).encode()])
+def json_response(status: int, body: Any, content_type: str = JSON_TYPE) -> WireResponse:
+    return WireResponse(status, {"content-type": content_type}, [json_text(body).encode()])
 
 
-def _cut(response: WireResponse) -> WireResponse:
+def cut_short(response: WireResponse) -> WireResponse:
     """A JSON body cut in half (a connection that closed mid-body)."""
     body = response.body
     return WireResponse(response.status, response.headers, [body[: len(body) // 2]])
@@ -122,7 +128,7 @@ def signature(plan: Plan) -> str:
     return f"c2lnbmF0dXJlLXdpcmUt{plan.seq}"
 
 
-def _not_object(api: str, field_name: str, *, stream: bool) -> WireEncodeError:
+def not_object(api: str, field_name: str, *, stream: bool) -> WireEncodeError:
     mode = "streaming" if stream else "non-streaming"
     return WireEncodeError(
         f"{api} ({mode}) carries tool-call arguments as a JSON object ({field_name}), so a "

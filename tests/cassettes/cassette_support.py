@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from openprogram_sim.cassettes import Cassette
-from openprogram_sim.scenario import Scenario, parse_scenario
 from openprogram_sim.play import RunOutcome, arun_scenario
+from openprogram_sim.scenario import Scenario, parse_scenario
 
 MODELS = {
     "openai-chat": "openai:gpt-4o-mini",

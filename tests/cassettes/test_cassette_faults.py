@@ -10,15 +10,14 @@ import pytest
 from cassette_support import MODELS, record, session, set_secrets, with_cassette
 
 from openprogram_sim.cassettes import Cassette, ReplayFault
+from openprogram_sim.play import check_outcome, run_scenario, serve_scenario
 from openprogram_sim.scenario import parse_scenario
-from openprogram_sim.play import check_outcome, run_scenario
-from openprogram_sim.wire import serve
 
 
 @pytest.fixture
 def recordings(tmp_path, monkeypatch):
     set_secrets(monkeypatch)
-    with serve(session(), cycle=True) as server:
+    with serve_scenario(session(), cycle=True) as server:
         for api in ("gemini", "openai-chat", "bedrock"):
             record(session(), api, server, tmp_path / f"{api}.yaml")
     return tmp_path

@@ -22,9 +22,8 @@ from openprogram_sim.cassettes import (
 from openprogram_sim.cassettes._format import EXTRA
 from openprogram_sim.cassettes._scrub import scrub_response
 from openprogram_sim.cassettes._secrets import known_secrets
+from openprogram_sim.play import run_scenario, serve_scenario
 from openprogram_sim.scenario import parse_scenario
-from openprogram_sim.play import run_scenario
-from openprogram_sim.wire import serve
 
 OPENAI_SHAPE = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
 GOOGLE_SHAPE = "AIzaSy" + "B" * 33
@@ -151,7 +150,7 @@ model:
 """
     scenario = parse_scenario(scenario_text, "leak.yaml")
     path = tmp_path / "leak.yaml"
-    with serve(scenario) as server:
+    with serve_scenario(scenario) as server:
         recorded = record(scenario, "openai-chat", server, path)
     assert recorded.error is None
     assert_no_secret_on_disk(tmp_path)

@@ -25,9 +25,8 @@ from cassette_support import (
 
 from openprogram_sim.cassettes import distill_yaml
 from openprogram_sim.cli import main
+from openprogram_sim.play import check_outcome, run_scenario, serve_scenario
 from openprogram_sim.scenario import load_scenario, parse_scenario
-from openprogram_sim.play import check_outcome, run_scenario
-from openprogram_sim.wire import serve
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -35,7 +34,7 @@ def test_record_replay_distill(api: str, tmp_path, monkeypatch) -> None:
     set_secrets(monkeypatch)
     scenario = session()
     path = tmp_path / "cassettes" / f"{api}.yaml"
-    with serve(scenario) as server:
+    with serve_scenario(scenario) as server:
         recorded = record(scenario, api, server, path)
         server.assert_consumed()
     assert recorded.error is None, recorded.error
@@ -64,7 +63,7 @@ def test_the_cassette_reads_as_the_session_went(tmp_path, monkeypatch) -> None:
     set_secrets(monkeypatch)
     scenario = session()
     path = tmp_path / "anthropic.yaml"
-    with serve(scenario) as server:
+    with serve_scenario(scenario) as server:
         record(scenario, "anthropic", server, path)
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     first = data["interactions"][0]
@@ -89,7 +88,7 @@ def test_the_record_command_then_the_scenario_replays_it(api: str, tmp_path, mon
     text = with_cassette(f"cassettes/{api}.yaml", MODELS[api])
     scenario_file = tmp_path / "weather.yaml"
     scenario_file.write_text(text, encoding="utf-8")
-    with serve(session()) as server:
+    with serve_scenario(session()) as server:
         code = main(["record", str(scenario_file), "--base-url", server.adapter_url(api)])
     assert code == 0
     assert_no_secret_on_disk(tmp_path)
@@ -132,7 +131,7 @@ def test_distill_keeps_the_recorded_scenario(tmp_path, monkeypatch) -> None:
     scenario_file = tmp_path / "weather.yaml"
     scenario_file.write_text(SESSION, encoding="utf-8")
     path = tmp_path / "c.yaml"
-    with serve(session()) as server:
+    with serve_scenario(session()) as server:
         recorded = record(session(), "gemini", server, path)
     out = tmp_path / "d.yaml"
     assert main(["distill", str(path), "--scenario", str(scenario_file), "-o", str(out)]) == 0

@@ -17,7 +17,7 @@ from cassette_support import MODELS, record, session, set_secrets
 from openprogram.providers.eventstream import encode_message
 from openprogram_sim.cassettes import SERIALIZER, Cassette, CassetteFormatError
 from openprogram_sim.cassettes._format import EXTRA
-from openprogram_sim.wire import serve
+from openprogram_sim.play import serve_scenario
 
 
 def _cassette_dict(response_body: bytes, content_type: str, chunks: list[list[float]]) -> dict:
@@ -135,7 +135,7 @@ def recorded(tmp_path, monkeypatch):
     """An OpenAI Chat session recorded over loopback, and the server's base URL."""
     set_secrets(monkeypatch)
     path = tmp_path / "openai.yaml"
-    with serve(session()) as server:
+    with serve_scenario(session()) as server:
         record(session(), "openai-chat", server, path)
         url = server.adapter_url("openai-chat")
     return path, url
@@ -184,7 +184,7 @@ def test_replay_keeps_the_chunks_and_can_keep_the_pace(recorded) -> None:
 
 def test_httpx2_and_httpx_clients_record_and_replay_alike(tmp_path, monkeypatch) -> None:
     set_secrets(monkeypatch)
-    with serve(session(), cycle=True) as server:
+    with serve_scenario(session(), cycle=True) as server:
         url = server.adapter_url("openai-chat") + "/chat/completions"
         body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
         live = {}

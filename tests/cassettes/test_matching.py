@@ -19,11 +19,10 @@ from cassette_support import (
 )
 
 from openprogram_sim.cassettes import Cassette, CassetteError, CassetteMismatchError
-from openprogram_sim.trace import IgnoreList, differences, parse_path
 from openprogram_sim.errors import ScenarioError
+from openprogram_sim.play import check_outcome, run_scenario, serve_scenario
 from openprogram_sim.scenario import parse_scenario
-from openprogram_sim.play import check_outcome, run_scenario
-from openprogram_sim.wire import serve
+from openprogram_sim.trace import IgnoreList, differences, parse_path
 
 CHANGED = SESSION.replace('["sunny, 21°C", "rain, 12°C"]', '["sunny, 22°C", "rain, 12°C"]')
 
@@ -33,7 +32,7 @@ def recordings(tmp_path_factory, monkeypatch):
     """The session recorded once per API (Anthropic and OpenAI Chat)."""
     set_secrets(monkeypatch)
     root = tmp_path_factory.mktemp("recorded")
-    with serve(session(), cycle=True) as server:
+    with serve_scenario(session(), cycle=True) as server:
         for api in ("anthropic", "openai-chat"):
             record(session(), api, server, root / f"{api}.yaml")
     return root

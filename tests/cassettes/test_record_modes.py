@@ -8,6 +8,7 @@ import pytest
 from cassette_support import SESSION, record, session, set_secrets
 
 from openprogram_sim.cassettes import Cassette, resolve_record_mode
+from openprogram_sim.play import serve_scenario
 from openprogram_sim.wire import serve
 
 CHANGED = SESSION.replace('["sunny, 21°C", "rain, 12°C"]', '["sunny, 25°C", "rain, 12°C"]')
@@ -20,7 +21,7 @@ def _count(path) -> int:
 def test_new_episodes_then_all(tmp_path, monkeypatch) -> None:
     set_secrets(monkeypatch)
     path = tmp_path / "c.yaml"
-    with serve(session()) as server:
+    with serve_scenario(session()) as server:
         record(session(), "openai-chat", server, path)
     assert _count(path) == 2
     # round 1 is asked as before (replayed), round 2 differs: only it reaches the server
@@ -30,7 +31,7 @@ def test_new_episodes_then_all(tmp_path, monkeypatch) -> None:
         assert len(server.requests) == 1
     assert outcome.error is None
     assert _count(path) == 3
-    with serve(session()) as server:
+    with serve_scenario(session()) as server:
         record(session(CHANGED), "openai-chat", server, path, mode="all")
         assert len(server.requests) == 2  # everything asked again
     # all replaces what it records again and keeps the rest (the first round 2)
@@ -40,7 +41,7 @@ def test_new_episodes_then_all(tmp_path, monkeypatch) -> None:
 def test_once_never_overwrites(tmp_path, monkeypatch) -> None:
     set_secrets(monkeypatch)
     path = tmp_path / "c.yaml"
-    with serve(session(), cycle=True) as server:
+    with serve_scenario(session(), cycle=True) as server:
         record(session(), "anthropic", server, path)
         before = path.read_bytes()
         served = len(server.requests)

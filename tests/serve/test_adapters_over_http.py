@@ -13,8 +13,8 @@ import pytest
 
 from openprogram_sim.cli import main
 from openprogram_sim.errors import WireEncodeError
+from openprogram_sim.play import build_model, run_scenario, scenario_server
 from openprogram_sim.scenario import Scenario, load_scenario
-from openprogram_sim.play import build_model, run_scenario
 from openprogram_sim.wire import APIS, WireServer, encode
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
@@ -56,7 +56,7 @@ def servers() -> Iterator[dict[str, WireServer]]:
     running: dict[str, WireServer] = {}
     try:
         for name, scenario in SCENARIOS.items():
-            running[name] = WireServer(scenario).start()
+            running[name] = scenario_server(scenario).start()
         yield running
     finally:
         for server in running.values():

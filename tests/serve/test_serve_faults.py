@@ -99,8 +99,8 @@ def test_a_fault_the_response_cannot_carry_is_a_500_saying_why() -> None:
 def test_a_scenario_file_carries_wire_faults(tmp_path: Path) -> None:
     """``wire:`` under a model turn in a file: the server cuts the stream after chunk 2, and
     the scripted model (which plays the same file) ignores the key."""
+    from openprogram_sim.play import run_scenario, serve_scenario
     from openprogram_sim.scenario import load_scenario
-    from openprogram_sim.play import run_scenario
 
     path = tmp_path / "cut.yaml"
     path.write_text(
@@ -113,7 +113,7 @@ def test_a_scenario_file_carries_wire_faults(tmp_path: Path) -> None:
     scenario = load_scenario(path)
     assert run_scenario(scenario).result == "A reply long enough for several pieces on the wire."
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    with serve(scenario) as server, httpx2.Client() as client:
+    with serve_scenario(scenario) as server, httpx2.Client() as client:
         url = server.base_url("openai") + "/chat/completions"
         with client.stream("POST", url, json=body) as response:
             assert response.headers["x-scripted"] == "yes"

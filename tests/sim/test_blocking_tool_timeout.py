@@ -251,7 +251,7 @@ def test_the_timer_is_armed_only_for_runs_of_the_users_code(
 ) -> None:
     """Simulated tools and the scripted model never block the loop: their runs skip the
     timer (its cost shows in scenarios per second); a python: tool's run gets it."""
-    from openprogram_sim.scenario import _deadline
+    from openprogram_sim.play import _deadline
 
     armed: list[float] = []
     arm = _deadline.Deadline.arm.__func__  # type: ignore[attr-defined]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from openprogram_sim.scenario import Scenario, discover, load_scenario
 from openprogram_sim.play import check_outcome, run_scenario
+from openprogram_sim.scenario import Scenario, discover, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "scenarios"

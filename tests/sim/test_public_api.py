@@ -18,6 +18,8 @@ FACES = [
     "openprogram_sim.cassettes",
     "openprogram_sim.cli",
     "openprogram_sim.fuzz",
+    "openprogram_sim.fuzz.loop",
+    "openprogram_sim.fuzz.tools",
     "openprogram_sim.models",
     "openprogram_sim.play",
     "openprogram_sim.report",
@@ -128,6 +130,19 @@ def test_importing_the_face_loads_no_subpackage() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_importing_the_fuzz_face_loads_neither_hypothesis_nor_a_campaign() -> None:
+    code = (
+        "import sys, openprogram_sim.fuzz as fuzz\n"
+        "heavy = ('hypothesis', 'openprogram_sim.fuzz.loop', 'openprogram_sim.fuzz.tools')\n"
+        "loaded = [m for m in heavy if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "fuzz.check_invariants\n"
+        "assert 'hypothesis' not in sys.modules  # the invariants need no Hypothesis\n"
+        "assert fuzz.run_campaign.__module__ == 'openprogram_sim.fuzz.loop._campaign'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_the_deprecated_aliases_are_gone() -> None:
     """0.1.0 was never released: the old paths were deleted, not kept for a release."""
     for old in ("check", "runner", "scripted", "strategies", "matchers", "clock", "pytest_plugin"):
@@ -144,8 +159,8 @@ def test_a_scenario_is_served_by_play_and_wire_refuses_it_with_the_fix() -> None
     )
     with pytest.raises(TypeError, match=r"pass scenario\.script\(\).*serve_scenario"):
         ScriptedWire(scenario)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"not the path 's\.yaml'.*serve_scenario\(path\)"):
-        with serve("s.yaml"):  # type: ignore[arg-type]
-            pass
+    path = pytest.raises(TypeError, match=r"not the path 's\.yaml'.*serve_scenario\(path\)")
+    with path, serve("s.yaml"):  # type: ignore[arg-type]
+        pass
     wire = ScriptedWire(scenario.script())
     assert [t.text for t in wire.turns] == ["hello"]

@@ -14,8 +14,8 @@ from openprogram.events import ProviderEvent
 from openprogram.providers import Context, StreamOptions
 from openprogram.providers.anthropic import AnthropicProvider
 from openprogram_sim import ScriptedModel, check_outcome, load_scenario, run_scenario
-from openprogram_sim.scenario import parse_scenario
 from openprogram_sim.play import arun_scenario, build_model
+from openprogram_sim.scenario import parse_scenario
 from openprogram_sim.wire import ScriptedWire
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from openprogram_sim.scenario import parse_scenario
 from openprogram_sim.play import check_outcome, run_scenario
+from openprogram_sim.scenario import parse_scenario
 from openprogram_sim.trace import match_events, matches
 
 BASE = """\

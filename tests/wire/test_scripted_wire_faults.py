@@ -19,8 +19,8 @@ import httpx2
 import pytest
 from wire_support import MODE_IDS, MODES, make_provider
 
+from openprogram_sim.play import RunOutcome, check_outcome, run_scenario, scenario_server
 from openprogram_sim.scenario import Scenario, load_scenario
-from openprogram_sim.play import RunOutcome, check_outcome, run_scenario
 from openprogram_sim.wire import ScriptedWire, WireFault, WireServer
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
@@ -193,7 +193,7 @@ def servers(scenarios: dict[str, Scenario]) -> Iterator[dict[str, WireServer]]:
     running: dict[str, WireServer] = {}
     try:
         for name, scenario in scenarios.items():
-            running[name] = WireServer(scenario).start()
+            running[name] = scenario_server(scenario).start()
         yield running
     finally:
         for server in running.values():
@@ -221,7 +221,7 @@ def test_scripted_wire_gives_what_the_server_gives(
     servers: dict[str, WireServer],
 ) -> None:
     scenario, timeout = scenarios[name], CASES[name].client_timeout
-    wire = ScriptedWire(scenario)
+    wire = ScriptedWire(scenario.script())
     in_process = make_provider(api, wire, stream=stream)
     session = f"{api}-{'stream' if stream else 'json'}"
     over_http = servers[name].provider(api, stream=stream, session=session)

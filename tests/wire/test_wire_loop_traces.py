@@ -51,8 +51,8 @@ import pytest
 from wire_support import MODE_IDS, MODES, make_provider
 
 from openprogram_sim.models import ScriptedModel, Turn, TurnToolCall
-from openprogram_sim.scenario import Scenario, discover, load_scenario
 from openprogram_sim.play import arun_scenario, build_model
+from openprogram_sim.scenario import Scenario, discover, load_scenario
 from openprogram_sim.wire import ScriptedWire, WireEncodeError, as_carried, encode
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"

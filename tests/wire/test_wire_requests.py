@@ -14,8 +14,8 @@ from wire_support import MODE_IDS, MODES, make_provider
 from openprogram import Runtime, ToolRegistry
 from openprogram.providers import tool_choice_fields
 from openprogram_sim.models import ScriptedModel, ScriptedRequest
-from openprogram_sim.scenario import discover, load_scenario
 from openprogram_sim.play import arun_scenario, build_model
+from openprogram_sim.scenario import discover, load_scenario
 from openprogram_sim.wire import APIS, ScriptedWire, WireRequest
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
