@@ -396,7 +396,7 @@ class Runtime:
             scope.enter()
             self._enter(agent, scope.depth)
             try:
-                result = await agent._run(prompt, signal, scope.run_id)
+                result = await agent.prompt(prompt, signal=signal, run_id=scope.run_id)
                 text = self._finish(result, scope.depth)
                 return text if menu is None else await self._decide(menu, text, replies)
             finally:
@@ -493,7 +493,7 @@ class Runtime:
         with self._lock:
             if agent in self._agents:
                 self._agents.remove(agent)
-            steering, follow_ups = agent._take_queued()
+            steering, follow_ups = agent.take_queued()
             if self._agents:
                 heir = self._agents[0]
                 for message in steering:

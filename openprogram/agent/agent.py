@@ -168,8 +168,9 @@ class Agent:
     def queued_follow_ups(self) -> list[UserMessage]:
         return list(self._queues.follow_up)
 
-    def _take_queued(self) -> tuple[list[UserMessage], list[UserMessage]]:
-        """Dequeue everything still queued (steering, follow-ups), to hand to another run."""
+    def take_queued(self) -> tuple[list[UserMessage], list[UserMessage]]:
+        """Dequeue everything still queued, as ``(steering, follow_ups)``: to hand to
+        another agent (``Runtime`` passes what an exec left to the next one)."""
         queues = self._queues
         taken = list(queues.steering), list(queues.follow_up)
         queues.steering.clear()
@@ -215,14 +216,20 @@ class Agent:
             signal.set()
 
     def prompt(
-        self, message: str | UserMessage | Sequence[str | UserMessage]
+        self,
+        message: str | UserMessage | Sequence[str | UserMessage],
+        *,
+        signal: AbortSignal | None = None,
+        run_id: str | None = None,
     ) -> Coroutine[Any, Any, LoopResult]:
         """Add ``message`` to the history and run the loop until it ends (await the result).
 
         The run is asked for when ``prompt()`` is called, not when the coroutine starts: an
-        :meth:`abort` in between aborts it before the model is called.
+        :meth:`abort` in between aborts it before the model is called. A caller that aborts
+        runs its own way passes its ``signal`` (setting it aborts this run; :meth:`abort`
+        then does not reach it); ``run_id`` tags the run's events (default: a fresh id).
         """
-        return self._run(message, self._new_signal())
+        return self._run(message, signal if signal is not None else self._new_signal(), run_id)
 
     def _new_signal(self) -> AbortSignal:
         """The abort signal of a run being asked for, registered for :meth:`abort`."""

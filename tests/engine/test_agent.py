@@ -161,3 +161,21 @@ def test_before_finish_adds_follow_ups_in_the_same_run() -> None:
     assert result.final is not None and result.final.text == "final"
     assert [e["type"] for e in rec.trace].count("agent_end") == 1
     assert [m.text for m in model.requests[1].messages] == ["write", "draft", "improve it"]
+
+
+def test_a_caller_runs_an_agent_with_its_own_signal_and_run_id_and_takes_its_queue() -> None:
+    from openprogram.agent import AbortSignal
+
+    agent = Agent(ScriptedModel(["never sent"]))
+    run_ids: list[str] = []
+    agent.subscribe(lambda event: run_ids.append(event.run_id))
+    signal = AbortSignal()
+    signal.set()  # the caller's own abort, before the run starts
+    result = asyncio.run(agent.prompt("hi", signal=signal, run_id="mine-1"))
+    assert (result.reason, result.run_id) == ("aborted", "mine-1")
+    assert run_ids and set(run_ids) == {"mine-1"}
+    agent.steer("steered")
+    agent.follow_up("followed")
+    steering, follow_ups = agent.take_queued()
+    assert ([m.text for m in steering], [m.text for m in follow_ups]) == (["steered"], ["followed"])
+    assert agent.queued_steering == [] and agent.queued_follow_ups == []
