@@ -25,9 +25,10 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from openprogram_sim.fuzz import check_invariants, run_generated, scenario_from_bytes, strategies
-from openprogram_sim.scenario import Scenario
+from openprogram_sim.fuzz import check_invariants, run_generated, strategies
+from openprogram_sim.fuzz.loop import scenario_from_bytes
 from openprogram_sim.play import arun_scenario
+from openprogram_sim.scenario import Scenario
 
 
 def _per(label: str, n: int, seconds: float) -> None:

@@ -13,15 +13,8 @@ import pytest
 
 from openprogram.agent import agent_loop
 from openprogram_sim.cli import main
-from openprogram_sim.fuzz import (
-    _campaign,
-    check_invariants,
-    reproduces,
-    run_campaign,
-    run_generated,
-    scenario_from_bytes,
-)
-from openprogram_sim.fuzz._campaign import SCENARIO_BYTES
+from openprogram_sim.fuzz import check_invariants, reproduces, run_campaign, run_generated
+from openprogram_sim.fuzz.loop import SCENARIO_BYTES, _campaign, scenario_from_bytes
 from openprogram_sim.scenario import Scenario, load_scenario
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from openprogram_sim.fuzz import check_invariants, check_trace, run_generated
-from openprogram_sim.scenario import RunOutcome, discover, load_scenario
+from openprogram_sim.play import RunOutcome
+from openprogram_sim.scenario import discover, load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 Trace = list[dict[str, Any]]

@@ -22,7 +22,8 @@ from openprogram.types import ToolResultMessage
 from openprogram_sim.cli import main
 from openprogram_sim.fuzz import FuzzFailure, derive_expect, run_campaign, run_generated
 from openprogram_sim.fuzz._rules import effective_cap
-from openprogram_sim.scenario import Expect, Scenario, check_outcome, load_scenario
+from openprogram_sim.play import check_outcome
+from openprogram_sim.scenario import Expect, Scenario, load_scenario
 
 # --------------------------------------------------------------------------- planted bugs
 

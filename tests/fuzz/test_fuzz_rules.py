@@ -12,24 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from openprogram.agent import agent_loop
-from openprogram_sim.fuzz import (
-    UnpredictableScenario,
-    _rules,
-    derive_expect,
-    run_generated,
-    strategies,
-)
-from openprogram_sim.fuzz._regression import regression_document
-from openprogram_sim.fuzz._rules import EXHAUSTED_TURN, effective_cap, predict
-from openprogram_sim.scenario import (
-    ExecArgs,
-    ModelTurn,
-    Scenario,
-    ToolDef,
-    check_outcome,
-    discover,
-    load_scenario,
-)
+from openprogram_sim.fuzz import UnpredictableScenario, derive_expect, run_generated, strategies
+from openprogram_sim.fuzz._rules import effective_cap
+from openprogram_sim.fuzz.loop import _predict as _rules
+from openprogram_sim.fuzz.loop._predict import EXHAUSTED_TURN, predict
+from openprogram_sim.fuzz.loop._regression import regression_document
+from openprogram_sim.play import check_outcome
+from openprogram_sim.scenario import ExecArgs, ModelTurn, Scenario, ToolDef, discover, load_scenario
 
 LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
 

@@ -15,7 +15,9 @@ from hypothesis.errors import InvalidArgument
 from openprogram.tools._validation import ArgumentsError, compile_validator
 from openprogram_sim import fuzz
 from openprogram_sim.fuzz import _generate as _strategies
+from openprogram_sim.fuzz import loop as fuzz_loop
 from openprogram_sim.fuzz import strategies
+from openprogram_sim.fuzz import tools as fuzz_tools
 from openprogram_sim.scenario import Scenario, parse_scenario
 
 FAST = settings(max_examples=60, derandomize=True, deadline=None, database=None)
@@ -45,7 +47,6 @@ def test_public_names_are_pinned() -> None:
             "DOCUMENTED_ERRORS",
             "Breach",
             "CampaignResult",
-            "ChunkResult",
             "FuzzFailure",
             "FuzzStats",
             "TargetError",
@@ -53,15 +54,37 @@ def test_public_names_are_pinned() -> None:
             "UnpredictableScenario",
             "check_invariants",
             "check_trace",
+            "derive_expect",
+            "reproduces",
+            "run_campaign",
+            "run_generated",
+            "run_tool_campaign",
+            "write_regression",
+        ]
+    )
+    assert sorted(fuzz_loop.__all__) == sorted(
+        [
+            "SCENARIO_BYTES",
+            "ChunkResult",
+            "UnpredictableScenario",
             "chunk_count",
             "derive_expect",
             "reproduces",
             "run_campaign",
             "run_chunk",
-            "run_generated",
-            "run_tool_campaign",
             "scenario_from_bytes",
             "write_regression",
+        ]
+    )
+    assert sorted(fuzz_tools.__all__) == sorted(
+        [
+            "USER_KINDS",
+            "TargetError",
+            "ToolTarget",
+            "UserOptions",
+            "run_tool_campaign",
+            "tool_call_strategy",
+            "user_scenario_strategy",
         ]
     )
 

@@ -23,9 +23,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram_sim.fuzz import FuzzFailure, ToolTarget, _tools_campaign
-from openprogram_sim.fuzz._regression import NOT_JSON
-from openprogram_sim.fuzz._sandbox import Sandbox
+from openprogram_sim.fuzz import FuzzFailure, ToolTarget
+from openprogram_sim.fuzz.tools import _campaign as _tools_campaign
+from openprogram_sim.fuzz.tools._regression import NOT_JSON
+from openprogram_sim.fuzz.tools._sandbox import Sandbox
 
 TOOLS = '''
 import asyncio, datetime, os, sys, time
