@@ -1,3 +1,56 @@
+"""Fixtures for the whole suite: pytester, and the provider SDKs imported on demand."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+
 # pytester runs real inner pytest sessions (tests/plugin). pytest accepts `pytest_plugins`
 # only in a top-level conftest, so it is enabled here rather than in tests/plugin/.
 pytest_plugins = ["pytester"]
+
+
+# The provider SDKs the wire server and cassette tests drive, each imported by a fixture of
+# its own name rather than at the top of a module: importing them all made collecting
+# tests/serve take seconds, paid by every run that collects it (each xdist worker, each
+# `-k`). A test that asks for one is skipped where that SDK is not installed.
+
+
+@pytest.fixture(scope="session")
+def openai() -> ModuleType:
+    return pytest.importorskip("openai")
+
+
+@pytest.fixture(scope="session")
+def anthropic() -> ModuleType:
+    return pytest.importorskip("anthropic")
+
+
+@pytest.fixture(scope="session")
+def genai() -> ModuleType:
+    """``google.genai``, with its ``types`` and ``errors`` loaded."""
+    pytest.importorskip("google.genai.types")
+    pytest.importorskip("google.genai.errors")
+    return pytest.importorskip("google.genai")
+
+
+@pytest.fixture(scope="session")
+def boto3() -> ModuleType:
+    return pytest.importorskip("boto3")
+
+
+@pytest.fixture(scope="session")
+def botocore() -> ModuleType:
+    """``botocore``, with its ``config`` and ``exceptions`` loaded."""
+    pytest.importorskip("botocore.config")
+    pytest.importorskip("botocore.exceptions")
+    return pytest.importorskip("botocore")
+
+
+@pytest.fixture(scope="session")
+def pydantic_ai() -> ModuleType:
+    """``pydantic_ai``, with the OpenAI model and provider modules loaded."""
+    pytest.importorskip("pydantic_ai.models.openai")
+    pytest.importorskip("pydantic_ai.providers.openai")
+    return pytest.importorskip("pydantic_ai")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
 
 import httpx2
 import pytest
@@ -10,7 +12,7 @@ from serve_support import CALL_ARGS, SEARCH_SCHEMA, TEXT, turns
 
 from openprogram_sim.wire import WireServer, serve
 
-anthropic = pytest.importorskip("anthropic")
+# `anthropic` is the fixture (tests/conftest.py) that imports the SDK when a test asks for it.
 
 TOOLS = [{"name": "search", "description": "Search.", "input_schema": SEARCH_SCHEMA}]
 HI = [{"role": "user", "content": "Why are there tides?"}]
@@ -22,13 +24,16 @@ def server() -> Iterator[WireServer]:
         yield running
 
 
-def client(server: WireServer, session: str | None = None) -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        base_url=server.base_url("anthropic", session), api_key="sk-ant-test", max_retries=0
-    )
+@pytest.fixture
+def client(anthropic: ModuleType) -> Callable[..., Any]:
+    def make(server: WireServer, session: str | None = None) -> Any:
+        url = server.base_url("anthropic", session)
+        return anthropic.Anthropic(base_url=url, api_key="sk-ant-test", max_retries=0)
+
+    return make
 
 
-def _ask(c: anthropic.Anthropic, stream: bool, **extra: object) -> anthropic.types.Message:
+def _ask(c: Any, stream: bool, **extra: object) -> Any:
     options = {"model": "claude-scripted", "max_tokens": 256, "messages": HI, **extra}
     if not stream:
         return c.messages.create(**options)
@@ -37,7 +42,9 @@ def _ask(c: anthropic.Anthropic, stream: bool, **extra: object) -> anthropic.typ
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_messages_reconstruct_the_script(server: WireServer, stream: bool) -> None:
+def test_messages_reconstruct_the_script(
+    server: WireServer, client: Callable[..., Any], stream: bool
+) -> None:
     session = f"anthropic-{stream}"
     with client(server, session) as c:
         first = _ask(c, stream, tools=TOOLS)
@@ -53,7 +60,7 @@ def test_messages_reconstruct_the_script(server: WireServer, stream: bool) -> No
     server.assert_consumed(session)
 
 
-def test_529_is_the_overloaded_error() -> None:
+def test_529_is_the_overloaded_error(anthropic: ModuleType, client: Callable[..., Any]) -> None:
     script = [{"stop_reason": "error", "error": "Overloaded", "wire": {"status": 529}}]
     with serve(script) as s, client(s) as c, pytest.raises(anthropic.OverloadedError) as caught:
         _ask(c, False)
@@ -61,21 +68,25 @@ def test_529_is_the_overloaded_error() -> None:
     assert caught.value.body["error"]["type"] == "overloaded_error"
 
 
-def test_429_is_a_rate_limit_error_with_its_retry_after() -> None:
+def test_429_is_a_rate_limit_error_with_its_retry_after(
+    anthropic: ModuleType, client: Callable[..., Any]
+) -> None:
     script = [{"stop_reason": "error", "error": "slow", "wire": {"status": 429, "retry_after": 4}}]
     with serve(script) as s, client(s) as c, pytest.raises(anthropic.RateLimitError) as caught:
         _ask(c, True)
     assert caught.value.response.headers["retry-after"] == "4"
 
 
-def test_an_in_stream_error_event_is_raised() -> None:
+def test_an_in_stream_error_event_is_raised(
+    anthropic: ModuleType, client: Callable[..., Any]
+) -> None:
     script = [{"text": TEXT, "stop_reason": "error", "error": "Overloaded mid-reply"}]
     with serve(script) as s, client(s) as c, pytest.raises(anthropic.APIStatusError) as caught:
         _ask(c, True)
     assert "Overloaded mid-reply" in str(caught.value)
 
 
-def test_a_stream_cut_after_a_chunk_is_a_broken_transfer() -> None:
+def test_a_stream_cut_after_a_chunk_is_a_broken_transfer(client: Callable[..., Any]) -> None:
     # The SDK lets the transport's error through once the stream has begun.
     cut = [{"text": TEXT, "wire": {"cut_after": 4}}]
     broken = pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read")
@@ -83,6 +94,6 @@ def test_a_stream_cut_after_a_chunk_is_a_broken_transfer() -> None:
         _ask(c, True)
 
 
-def test_models_list_in_anthropics_shape(server: WireServer) -> None:
+def test_models_list_in_anthropics_shape(server: WireServer, client: Callable[..., Any]) -> None:
     with client(server, "models") as c:
         assert [m.id for m in c.models.list()] == ["scripted"]

@@ -3,8 +3,9 @@ server: Converse and ConverseStream (AWS event-stream)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -12,9 +13,8 @@ from serve_support import CALL_ARGS, SEARCH_SCHEMA, TEXT, turns
 
 from openprogram_sim.wire import WireServer, serve
 
-boto3 = pytest.importorskip("boto3")
-from botocore.config import Config  # noqa: E402
-from botocore.exceptions import EventStreamError  # noqa: E402
+# `boto3` and `botocore` are the fixtures (tests/conftest.py) that import the SDK when a test
+# asks for them.
 
 MODEL = "us.amazon.nova-micro-v1:0"
 TOOLS = {"tools": [{"toolSpec": {"name": "search", "inputSchema": {"json": SEARCH_SCHEMA}}}]}
@@ -27,15 +27,19 @@ def server() -> Iterator[WireServer]:
         yield running
 
 
-def client(server: WireServer, session: str | None = None) -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=server.base_url("bedrock", session),
-        region_name="us-east-1",
-        aws_access_key_id="test-access-key",
-        aws_secret_access_key="test-secret-key",
-        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
-    )
+@pytest.fixture
+def client(boto3: ModuleType, botocore: ModuleType) -> Callable[..., Any]:
+    def make(server: WireServer, session: str | None = None) -> Any:
+        return boto3.client(
+            "bedrock-runtime",
+            endpoint_url=server.base_url("bedrock", session),
+            region_name="us-east-1",
+            aws_access_key_id="test-access-key",
+            aws_secret_access_key="test-secret-key",
+            config=botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+        )
+
+    return make
 
 
 def _stream(c: Any, **extra: Any) -> dict[str, Any]:
@@ -72,7 +76,9 @@ def _fold(event: dict[str, Any], blocks: dict[int, dict[str, Any]], out: dict[st
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_converse_reconstructs_the_script(server: WireServer, stream: bool) -> None:
+def test_converse_reconstructs_the_script(
+    server: WireServer, client: Callable[..., Any], stream: bool
+) -> None:
     import json
 
     session = f"bedrock-{stream}"
@@ -100,7 +106,7 @@ def test_converse_reconstructs_the_script(server: WireServer, stream: bool) -> N
     server.assert_consumed(session)
 
 
-def test_a_429_is_a_throttling_exception() -> None:
+def test_a_429_is_a_throttling_exception(client: Callable[..., Any]) -> None:
     script = [{"stop_reason": "error", "error": "Too many requests", "wire": {"status": 429}}]
     with serve(script) as s:
         c = client(s)
@@ -113,12 +119,16 @@ def test_a_429_is_a_throttling_exception() -> None:
 @pytest.mark.parametrize(
     ("status", "code"), [(None, "internalServerException"), (424, "modelStreamErrorException")]
 )
-def test_an_in_stream_failure_is_an_event_stream_error(status: int | None, code: str) -> None:
+def test_an_in_stream_failure_is_an_event_stream_error(
+    botocore: ModuleType, client: Callable[..., Any], status: int | None, code: str
+) -> None:
     wire = {"error_mode": "stream", "status": status}
     script = [{"text": TEXT, "stop_reason": "error", "error": "model stream broke", "wire": wire}]
     with serve(script) as s:
         c = client(s)
-        with pytest.raises(EventStreamError, match="model stream broke") as caught:
+        with pytest.raises(
+            botocore.exceptions.EventStreamError, match="model stream broke"
+        ) as caught:
             _stream(c)
         c.close()
     assert caught.value.response["Error"]["Code"] == code

@@ -7,14 +7,16 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
 
 import pytest
 from serve_support import CALL_ARGS, SEARCH_SCHEMA, TEXT, TEXT_TURN, TOOL_TURN
 
 from openprogram_sim.wire import WireServer, serve
 
-openai = pytest.importorskip("openai")
+# `openai` is the fixture (tests/conftest.py) that imports the SDK when a test asks for it.
 
 CHAT_TOOLS = [{"type": "function", "function": {"name": "search", "parameters": SEARCH_SCHEMA}}]
 RESPONSES_TOOLS = [{"type": "function", "name": "search", "parameters": SEARCH_SCHEMA}]
@@ -28,15 +30,20 @@ def server() -> Iterator[WireServer]:
         yield running
 
 
-def client(server: WireServer, session: str, **options: object) -> openai.OpenAI:
-    """A client of ``session``; close it (``with``) so no socket is left open."""
-    return openai.OpenAI(
-        base_url=server.base_url("openai", session), api_key="sk-test", max_retries=0, **options
-    )
+@pytest.fixture
+def client(openai: ModuleType) -> Callable[..., Any]:
+    def make(server: WireServer, session: str, **options: object) -> Any:
+        """A client of ``session``; close it (``with``) so no socket is left open."""
+        url = server.base_url("openai", session)
+        return openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0, **options)
+
+    return make
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_chat_completions_reconstruct_the_script(server: WireServer, stream: bool) -> None:
+def test_chat_completions_reconstruct_the_script(
+    server: WireServer, client: Callable[..., Any], stream: bool
+) -> None:
     session = f"chat-{stream}"
     with client(server, session) as c:
         got, finish, text, last = _chat_twice(c, stream)
@@ -46,7 +53,7 @@ def test_chat_completions_reconstruct_the_script(server: WireServer, stream: boo
     server.assert_consumed(session)
 
 
-def _chat_twice(c: openai.OpenAI, stream: bool) -> tuple[object, object, object, object]:
+def _chat_twice(c: Any, stream: bool) -> tuple[object, object, object, object]:
     if stream:
         chunks = list(
             c.chat.completions.create(
@@ -78,7 +85,9 @@ def _chat_twice(c: openai.OpenAI, stream: bool) -> tuple[object, object, object,
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_responses_reconstruct_the_script(server: WireServer, stream: bool) -> None:
+def test_responses_reconstruct_the_script(
+    server: WireServer, client: Callable[..., Any], stream: bool
+) -> None:
     session = f"responses-{stream}"
     with client(server, session) as c:
         first, second = _respond_twice(c, stream)
@@ -91,7 +100,7 @@ def test_responses_reconstruct_the_script(server: WireServer, stream: bool) -> N
     server.assert_consumed(session)
 
 
-def _respond_twice(c: openai.OpenAI, stream: bool) -> tuple[object, object]:
+def _respond_twice(c: Any, stream: bool) -> tuple[object, object]:
     if stream:
         with c.responses.stream(model="gpt-5-mini", input="tides?", tools=RESPONSES_TOOLS) as s:
             first = s.get_final_response()
@@ -105,7 +114,9 @@ def _respond_twice(c: openai.OpenAI, stream: bool) -> tuple[object, object]:
     return first, second
 
 
-def test_a_429_is_a_rate_limit_error_with_its_retry_after() -> None:
+def test_a_429_is_a_rate_limit_error_with_its_retry_after(
+    openai: ModuleType, client: Callable[..., Any]
+) -> None:
     fault = {"status": 429, "retry_after": 7, "retry_after_ms": 6500}
     script = [{"stop_reason": "error", "error": "Rate limit reached", "wire": fault}]
     with serve(script) as s, client(s, "x") as c, pytest.raises(openai.RateLimitError) as caught:
@@ -118,7 +129,7 @@ def test_a_429_is_a_rate_limit_error_with_its_retry_after() -> None:
     assert "Rate limit reached" in error.message
 
 
-def test_the_sdk_retries_after_the_delay_the_server_asks_for() -> None:
+def test_the_sdk_retries_after_the_delay_the_server_asks_for(openai: ModuleType) -> None:
     # retry-after-ms is what the SDK obeys: it waits 300 ms, retries, gets the next turn.
     fault = {"status": 429, "retry_after_ms": 300}
     script = [{"stop_reason": "error", "error": "slow down", "wire": fault}, TEXT_TURN]
@@ -136,7 +147,9 @@ def test_the_sdk_retries_after_the_delay_the_server_asks_for() -> None:
     ("status", "error_type"),
     [(500, "InternalServerError"), (503, "InternalServerError"), (400, "BadRequestError")],
 )
-def test_http_errors_arrive_as_the_sdks_types(status: int, error_type: str) -> None:
+def test_http_errors_arrive_as_the_sdks_types(
+    openai: ModuleType, client: Callable[..., Any], status: int, error_type: str
+) -> None:
     script = [{"stop_reason": "error", "error": "scripted failure", "wire": {"status": status}}]
     expected = pytest.raises(getattr(openai, error_type))
     with serve(script) as s, client(s, "x") as c, expected as caught:
@@ -145,7 +158,9 @@ def test_http_errors_arrive_as_the_sdks_types(status: int, error_type: str) -> N
     assert "scripted failure" in caught.value.message
 
 
-def test_an_in_stream_error_is_raised_by_the_stream() -> None:
+def test_an_in_stream_error_is_raised_by_the_stream(
+    openai: ModuleType, client: Callable[..., Any]
+) -> None:
     script = [{"text": TEXT, "stop_reason": "error", "error": "overloaded mid-reply"}]
     with serve(script) as s, client(s, "x") as c:
         stream = c.chat.completions.create(model="gpt-4o-mini", messages=HI, stream=True)
@@ -155,7 +170,9 @@ def test_an_in_stream_error_is_raised_by_the_stream() -> None:
 
 
 @pytest.mark.parametrize("wire", [{"cut_after": 3}, {"cut_after": 0}], ids=["mid-way", "at-once"])
-def test_a_cut_stream_is_a_connection_error(wire: dict[str, int]) -> None:
+def test_a_cut_stream_is_a_connection_error(
+    openai: ModuleType, client: Callable[..., Any], wire: dict[str, int]
+) -> None:
     got = []
     with serve([{"text": TEXT, "wire": wire}]) as s, client(s, "x") as c:
         stream = c.chat.completions.create(model="gpt-4o-mini", messages=HI, stream=True)
@@ -165,14 +182,16 @@ def test_a_cut_stream_is_a_connection_error(wire: dict[str, int]) -> None:
     assert len(got) == max(0, wire["cut_after"])
 
 
-def test_a_corrupt_chunk_fails_the_parse() -> None:
+def test_a_corrupt_chunk_fails_the_parse(client: Callable[..., Any]) -> None:
     with serve([{"text": TEXT, "wire": {"corrupt_chunk": 2}}]) as s, client(s, "x") as c:
         stream = c.chat.completions.create(model="gpt-4o-mini", messages=HI, stream=True)
         with pytest.raises(json.JSONDecodeError):
             list(stream)
 
 
-def test_a_hang_holds_the_connection_until_the_client_times_out() -> None:
+def test_a_hang_holds_the_connection_until_the_client_times_out(
+    openai: ModuleType, client: Callable[..., Any]
+) -> None:
     hang = {"text": TEXT, "fault": "hang"}
     with serve([hang, hang]) as s, client(s, "x", timeout=0.5) as c:
         start = time.perf_counter()
@@ -184,7 +203,9 @@ def test_a_hang_holds_the_connection_until_the_client_times_out() -> None:
             list(streamed)  # the body arrives, then nothing
 
 
-def test_latency_is_real_time_before_the_first_byte_and_between_chunks() -> None:
+def test_latency_is_real_time_before_the_first_byte_and_between_chunks(
+    client: Callable[..., Any],
+) -> None:
     script = [{"text": "a" * 24 * 4, "latency": 0.3, "wire": {"interval": 0.1}}]
     with serve(script) as s, client(s, "x") as c:
         start = time.perf_counter()
@@ -196,6 +217,6 @@ def test_latency_is_real_time_before_the_first_byte_and_between_chunks() -> None
     assert times[-1] >= 0.3 + 0.1 * (len(times) - 1) - 0.05
 
 
-def test_models_list_in_openais_shape(server: WireServer) -> None:
+def test_models_list_in_openais_shape(server: WireServer, client: Callable[..., Any]) -> None:
     with client(server, "models") as c:
         assert [m.id for m in c.models.list()] == ["scripted"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx2
@@ -13,19 +14,21 @@ import pytest
 
 from openprogram_sim.cli import main
 
-pytest.importorskip("pydantic_ai")
-from pydantic_ai import Agent
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
+# `pydantic_ai` is the fixture (tests/conftest.py) that imports it when a test asks for it.
 
 SCENARIO = Path(__file__).parent / "data" / "weather_agent.yaml"
 
 
-async def ask_weather_agent(base_url: str, instructions: str, weather: str) -> str:
+async def ask_weather_agent(
+    pydantic_ai: ModuleType, base_url: str, instructions: str, weather: str
+) -> str:
     """A pydantic-ai agent with one tool, its OpenAI model pointed at ``base_url``."""
     async with httpx2.AsyncClient() as http:
-        provider = OpenAIProvider(base_url=base_url, api_key="test", http_client=http)
-        agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=provider), instructions=instructions)
+        provider = pydantic_ai.providers.openai.OpenAIProvider(
+            base_url=base_url, api_key="test", http_client=http
+        )
+        model = pydantic_ai.models.openai.OpenAIChatModel("gpt-4o-mini", provider=provider)
+        agent = pydantic_ai.Agent(model, instructions=instructions)
 
         @agent.tool_plain
         def get_weather(city: str) -> str:
@@ -36,11 +39,14 @@ async def ask_weather_agent(base_url: str, instructions: str, weather: str) -> s
         return result.output
 
 
-def test_a_pydantic_ai_agent_against_the_scenario(openprogram_serve: Any) -> None:
+def test_a_pydantic_ai_agent_against_the_scenario(
+    pydantic_ai: ModuleType, openprogram_serve: Any
+) -> None:
     server = openprogram_serve(SCENARIO)
     url = server.base_url("openai")
 
-    output = asyncio.run(ask_weather_agent(url, "You are a weather assistant.", "sunny, 21°C"))
+    ask = ask_weather_agent(pydantic_ai, url, "You are a weather assistant.", "sunny, 21°C")
+    output = asyncio.run(ask)
 
     assert output == "It is sunny in Paris, 21°C."
     server.assert_consumed()  # every scripted turn was asked for
@@ -48,10 +54,10 @@ def test_a_pydantic_ai_agent_against_the_scenario(openprogram_serve: Any) -> Non
     assert report.passed, report.render()
 
 
-def test_a_wrong_request_fails_the_check(openprogram_serve: Any) -> None:
+def test_a_wrong_request_fails_the_check(pydantic_ai: ModuleType, openprogram_serve: Any) -> None:
     server = openprogram_serve(SCENARIO)
     url = server.base_url("openai")
-    asyncio.run(ask_weather_agent(url, "You are a travel assistant.", "rainy"))
+    asyncio.run(ask_weather_agent(pydantic_ai, url, "You are a travel assistant.", "rainy"))
     report = server.check()
     titles = [f.title for f in report.failures]
     assert titles == [
