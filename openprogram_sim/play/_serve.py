@@ -16,7 +16,7 @@ __all__ = ["scenario_server", "serve_scenario"]
 
 
 def _loaded(scenario: Scenario | str | os.PathLike[str]) -> Scenario:
-    return scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    return scenario if isinstance(scenario, Scenario) else load_scenario(os.fspath(scenario))
 
 
 def scenario_server(scenario: Scenario | str | os.PathLike[str], **options: Any) -> WireServer:

@@ -110,10 +110,7 @@ def openprogram_serve(request: pytest.FixtureRequest) -> Generator[Callable[...,
     test started stops at teardown."""
     from openprogram_sim.play import scenario_server
 
-    if TYPE_CHECKING:  # the package loads the server lazily, which mypy cannot follow
-        from openprogram_sim.wire._server import WireServer
-    else:
-        from openprogram_sim.wire import WireServer
+    from openprogram_sim.wire import WireServer
 
     base = request.config.invocation_params.dir
     started: list[Any] = []

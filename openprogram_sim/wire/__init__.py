@@ -65,6 +65,8 @@ What each scripted turn becomes:
   the server deliver all three over a connection: see above.)
 """
 
+import typing as _typing
+
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import WireFault
 from openprogram_sim.wire._encode import APIS, as_carried, encode
@@ -81,6 +83,9 @@ from openprogram_sim.wire._scripted import (
     to_httpx,
 )
 from openprogram_sim.wire._session import RequestCheck, SessionReport
+
+if _typing.TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from openprogram_sim.wire._server import ServeReport, WireServer, serve
 
 __all__ = [
     "APIS",

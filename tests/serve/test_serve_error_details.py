@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from openprogram_sim.play import run_scenario, serve_scenario
 from openprogram_sim.scenario import load_scenario
-from openprogram_sim.play import run_scenario
 from openprogram_sim.wire import APIS, WireServer, serve
 
 SCENARIO = load_scenario(
@@ -30,7 +30,7 @@ def _errored(trace: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[WireServer]:
-    with serve(SCENARIO) as running:  # each case plays its own session
+    with serve_scenario(SCENARIO) as running:  # each case plays its own session
         yield running
 
 

@@ -18,6 +18,7 @@ import httpx2
 import pytest
 from _support import run_cli
 
+from openprogram_sim.play import serve_scenario
 from openprogram_sim.scenario import load_scenario
 from openprogram_sim.wire import SessionReport, serve
 from openprogram_sim.wire._session import EndedSessions
@@ -49,7 +50,7 @@ def stop_early(client: httpx2.Client, session: str) -> None:
 
 
 def test_delete_ends_a_session_and_answers_with_its_report() -> None:
-    with serve(TIDES) as server, httpx2.Client(base_url=server.url) as client:
+    with serve_scenario(TIDES) as server, httpx2.Client(base_url=server.url) as client:
         assert follow_the_script(client, "good") == "Because of the moon."
         stop_early(client, "bad")
         good = client.delete("/s/good")
@@ -74,7 +75,7 @@ def test_delete_ends_a_session_and_answers_with_its_report() -> None:
 
 
 def test_an_ended_name_starts_afresh_and_its_report_stays_readable() -> None:
-    with serve(TIDES) as server, httpx2.Client(base_url=server.url) as client:
+    with serve_scenario(TIDES) as server, httpx2.Client(base_url=server.url) as client:
         stop_early(client, "x")
         assert client.delete("/s/x").status_code == 200
         again = client.delete("/s/x")
@@ -94,7 +95,7 @@ def test_an_ended_name_starts_afresh_and_its_report_stays_readable() -> None:
 
 
 def test_the_report_at_stop_counts_ended_sessions() -> None:
-    with serve(TIDES) as server, httpx2.Client(base_url=server.url) as client:
+    with serve_scenario(TIDES) as server, httpx2.Client(base_url=server.url) as client:
         for name in ("a", "b"):
             follow_the_script(client, name)
             client.delete(f"/s/{name}")
@@ -118,7 +119,7 @@ def test_the_report_at_stop_counts_ended_sessions() -> None:
 
 
 def test_only_ended_sessions_that_passed_is_a_pass() -> None:
-    with serve(TIDES) as server, httpx2.Client(base_url=server.url) as client:
+    with serve_scenario(TIDES) as server, httpx2.Client(base_url=server.url) as client:
         follow_the_script(client, "a")
         client.delete("/s/a")
         report = server.check()
@@ -128,7 +129,7 @@ def test_only_ended_sessions_that_passed_is_a_pass() -> None:
 
 
 def test_end_session_from_python() -> None:
-    with serve(TIDES) as server, httpx2.Client(base_url=server.url) as client:
+    with serve_scenario(TIDES) as server, httpx2.Client(base_url=server.url) as client:
         stop_early(client, "x")
         report = server.end_session("x")
         assert isinstance(report, SessionReport) and report.state == "ended"
@@ -142,7 +143,10 @@ def test_end_session_from_python() -> None:
 
 
 def test_an_idle_session_expires_and_its_report_is_kept() -> None:
-    with serve(TIDES, session_ttl=0.3) as server, httpx2.Client(base_url=server.url) as client:
+    with (
+        serve_scenario(TIDES, session_ttl=0.3) as server,
+        httpx2.Client(base_url=server.url) as client,
+    ):
         stop_early(client, "idle")
         follow_the_script(client, "done")
         assert set(server.app.sessions) == {"idle", "done"}
@@ -192,7 +196,10 @@ def test_no_ttl_means_sessions_never_expire() -> None:
 
 
 def test_a_session_beyond_the_cap_is_refused_in_the_apis_error_shape() -> None:
-    with serve(TIDES, max_sessions=2) as server, httpx2.Client(base_url=server.url) as client:
+    with (
+        serve_scenario(TIDES, max_sessions=2) as server,
+        httpx2.Client(base_url=server.url) as client,
+    ):
         follow_the_script(client, "a")
         stop_early(client, "b")
         chat = client.post("/s/c/v1/chat/completions", json=HI)
