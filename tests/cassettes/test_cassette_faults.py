@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import openai
 import pytest
 from cassette_support import MODELS, record, session, set_secrets, with_cassette
 
@@ -53,7 +52,7 @@ def test_a_429_before_turn_2(recordings) -> None:
     assert [f.title for f in verdict.failures] == ["exec raised, and the scenario expects no error"]
 
 
-def test_an_sdk_retries_past_a_503_onto_the_recording(recordings) -> None:
+def test_an_sdk_retries_past_a_503_onto_the_recording(recordings, openai) -> None:
     cassette = Cassette(
         recordings / "openai-chat.yaml",
         faults=[ReplayFault(turn=1, status=503, retry_after=0.01)],

@@ -5,8 +5,6 @@ official SDKs alike; recorded interactions never requested fail; replay opens no
 
 from __future__ import annotations
 
-import anthropic
-import openai
 import pytest
 from cassette_support import (
     MODELS,
@@ -79,7 +77,7 @@ def test_values_in_the_message_are_scrubbed(recordings) -> None:
     assert 'sent "<redacted:openai-key>"' in str(outcome.error)
 
 
-def test_the_openai_sdk_gets_the_message_and_does_not_retry(recordings) -> None:
+def test_the_openai_sdk_gets_the_message_and_does_not_retry(recordings, openai) -> None:
     cassette = Cassette(recordings / "openai-chat.yaml")
     with cassette.patch():
         client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="sk-x", max_retries=3)
@@ -99,7 +97,7 @@ def test_the_openai_sdk_gets_the_message_and_does_not_retry(recordings) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:The model:DeprecationWarning")
-def test_the_anthropic_sdk_gets_the_message_and_does_not_retry(recordings) -> None:
+def test_the_anthropic_sdk_gets_the_message_and_does_not_retry(recordings, anthropic) -> None:
     cassette = Cassette(recordings / "anthropic.yaml")
     with cassette.patch():
         client = anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="k", max_retries=3)
@@ -112,7 +110,7 @@ def test_the_anthropic_sdk_gets_the_message_and_does_not_retry(recordings) -> No
     assert cassette.requests == 1
 
 
-def test_replay_opens_no_socket(recordings, monkeypatch) -> None:
+def test_replay_opens_no_socket(recordings, monkeypatch, openai) -> None:
     attempts = block_sockets(monkeypatch)
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name)
