@@ -58,9 +58,8 @@ model:
 def record(folder: Path) -> tuple[Path, Any]:
     """The session recorded once over loopback; its path and the scenario."""
     from openprogram_sim.cassettes import Cassette
+    from openprogram_sim.play import arun_scenario, serve_scenario
     from openprogram_sim.scenario import parse_scenario
-    from openprogram_sim.play import arun_scenario
-    from openprogram_sim.wire import serve
 
     scenario = parse_scenario(_scenario_text(), str(folder / "session.yaml"))
     path = folder / "session.cassette.yaml"
@@ -75,7 +74,7 @@ def record(folder: Path) -> tuple[Path, Any]:
                 assert outcome.error is None, outcome.error
             cassette.describe(model=MODEL)
 
-    with serve(scenario) as server:
+    with serve_scenario(scenario) as server:
         asyncio.run(go())
     return path, scenario
 

@@ -70,7 +70,7 @@ import typing as _typing
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import WireFault
 from openprogram_sim.wire._encode import APIS, as_carried, encode
-from openprogram_sim.wire._errors import ERROR_CATALOG, error_response
+from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._plan import WireResponse
 from openprogram_sim.wire._requests import read_request
 from openprogram_sim.wire._routing import route
@@ -90,7 +90,6 @@ if _typing.TYPE_CHECKING:  # loaded on first use (see __getattr__)
 __all__ = [
     "APIS",
     "CREDENTIAL_HEADERS",
-    "ERROR_CATALOG",
     "RequestCheck",
     "ScriptedWire",
     "ServeReport",
