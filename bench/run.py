@@ -91,8 +91,8 @@ def part_loop(quick: bool) -> dict[str, Any]:
 
 
 def part_scenarios(quick: bool) -> dict[str, Any]:
-    from openprogram_sim.scenario import load_scenario
     from openprogram_sim.play import check_outcome, run_scenario
+    from openprogram_sim.scenario import load_scenario
 
     size = 300 if quick else LIBRARY_SIZE
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,8 +144,8 @@ def _pytest(folder: Path, *args: str) -> float:
 
 
 def part_plugin(quick: bool) -> dict[str, Any]:
-    from openprogram_sim.scenario import load_scenario
     from openprogram_sim.play import check_outcome, run_scenario
+    from openprogram_sim.scenario import load_scenario
 
     size = 300 if quick else LIBRARY_SIZE
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,8 +200,8 @@ def _rss_kb() -> int:
 def part_rss(quick: bool) -> dict[str, Any]:
     import gc
 
-    from openprogram_sim.scenario import parse_scenario
     from openprogram_sim.play import run_scenario
+    from openprogram_sim.scenario import parse_scenario
 
     turns = "\n".join("  - tool_calls: [{add: {a: 1, b: 2}}]" for _ in range(49))
     text = (

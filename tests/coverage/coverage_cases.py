@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from openprogram_sim.coverage import RunBehaviours, behaviours_of
-from openprogram_sim.scenario import parse_scenario
 from openprogram_sim.play import check_outcome, run_scenario
+from openprogram_sim.scenario import parse_scenario
 
 SEARCH = """
 tools:

@@ -8,9 +8,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from openprogram_sim.coverage import CATALOGUE
+from openprogram_sim.play import check_outcome, run_scenario
 from openprogram_sim.report import invalid_record, render_report, scenario_record
 from openprogram_sim.scenario import discover, load_scenario
-from openprogram_sim.play import check_outcome, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 

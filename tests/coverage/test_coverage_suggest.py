@@ -10,8 +10,8 @@ import yaml
 
 from openprogram_sim.coverage import CATALOGUE, behaviours_of, starter_document, suggest
 from openprogram_sim.coverage._suggest import suite_tools
-from openprogram_sim.scenario import Scenario, discover, load_scenario, parse_scenario
 from openprogram_sim.play import check_outcome, run_scenario
+from openprogram_sim.scenario import Scenario, discover, load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "weather_agent"

@@ -14,9 +14,9 @@ import pytest
 from plugin_data import BROKEN, ONE_PICK
 from report_html import parse_report
 
+from openprogram_sim.play import check_outcome, run_scenario
 from openprogram_sim.report import build_timeline, render_report, run_entry, scenario_record
 from openprogram_sim.scenario import load_scenario, parse_scenario
-from openprogram_sim.play import check_outcome, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SKIPPED = "Skipped due to queued user message."
