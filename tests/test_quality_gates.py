@@ -38,6 +38,7 @@ def test_ruff_format_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy_strict_on_the_engine_and_the_harness_is_clean() -> None:
     result = _run(_tool("mypy"), "openprogram", "openprogram_sim")
     assert result.returncode == 0, result.stdout + result.stderr

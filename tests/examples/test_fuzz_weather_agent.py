@@ -19,6 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+# Each test runs fuzz campaigns in real processes (about 70 s for the file): the inner loop
+# (`pytest -m "not slow"`) leaves them to CI.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "weather_agent"
 SIM = str(Path(sys.executable).parent / "openprogram-sim")

@@ -182,6 +182,7 @@ def test_a_cap_off_by_one_is_written_with_the_seeds_cap(
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "plant", [CAP_PLUS_ONE, HARD_CAP_PLUS_ONE], ids=["every-cap", "hard-cap-only"]
 )

@@ -45,6 +45,7 @@ def _failures(pytester: pytest.Pytester, *extra: str) -> dict[str, str]:
     return dict(found)
 
 
+@pytest.mark.slow
 def test_a_planted_cap_bug_fails_the_same_chunks_whatever_the_workers(
     pytester: pytest.Pytester,
 ) -> None:
@@ -54,6 +55,7 @@ def test_a_planted_cap_bug_fails_the_same_chunks_whatever_the_workers(
     assert alone == spread  # the same chunks fail, with the same chunk seeds
 
 
+@pytest.mark.slow
 def test_the_shrunk_case_can_be_written_as_a_regression_file(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(PLANT_CAP_BUG)
     result = pytester.runpytest_subprocess(

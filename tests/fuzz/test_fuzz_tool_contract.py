@@ -181,6 +181,7 @@ def test_a_tool_that_awaits_forever_is_stopped_by_the_run_s_limit(sandbox: Any) 
     assert not report.killed
 
 
+@pytest.mark.slow
 def test_a_tool_that_blocks_the_event_loop_is_killed_and_named(sandbox: Any) -> None:
     starts = sandbox.start().starts  # started (when this test runs alone, it was not yet)
     report = _run(sandbox, {"ok": {"x": 1}}, {"nap": {"seconds": 600}}, timeout=0.5)
@@ -227,6 +228,7 @@ def _run_file(path: Path, target: ToolTarget) -> subprocess.CompletedProcess[str
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the run's deadline needs SIGALRM")
 def test_a_tool_that_blocks_the_event_loop_gets_a_file_that_run_fails_in_time(
     sandbox: Any, tmp_path: Path
@@ -250,6 +252,7 @@ def test_a_tool_that_blocks_the_event_loop_gets_a_file_that_run_fails_in_time(
     ) in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the run's deadline needs SIGALRM")
 def test_a_tool_that_swallows_the_deadline_s_interrupt_gets_no_file(
     sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -267,6 +270,7 @@ def test_a_tool_that_swallows_the_deadline_s_interrupt_gets_no_file(
     assert "a tool that catches BaseException and goes on blocking" in failure.unexpressed
 
 
+@pytest.mark.slow
 def test_without_sigalrm_no_file_can_hold_a_tool_that_blocks_the_event_loop(
     sandbox: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

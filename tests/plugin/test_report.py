@@ -18,6 +18,7 @@ from openprogram_sim.cli import main as cli_main
 from openprogram_sim.report import _render
 
 
+@pytest.mark.slow
 def test_xdist_workers_results_merge_into_one_report(
     scenario_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -128,6 +128,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_the_cli_fails_blocking_tools_in_time_naming_them_and_runs_the_next(
     project: Path,
 ) -> None:
@@ -152,6 +153,7 @@ def test_the_cli_fails_blocking_tools_in_time_naming_them_and_runs_the_next(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_pytest_session_reports_the_failure_instead_of_hanging(
     project: Path, pytester: pytest.Pytester
 ) -> None:
@@ -192,6 +194,7 @@ def test_in_process_the_interrupted_run_is_timed_out_and_the_next_one_passes(
     assert check_outcome(run_scenario(load_scenario(write(project, "fine.yaml")))).passed
 
 
+@pytest.mark.slow
 def test_a_tool_that_ignores_cancellation_is_interrupted_and_the_loop_replaced(
     project: Path,
 ) -> None:
