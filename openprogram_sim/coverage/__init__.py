@@ -41,6 +41,7 @@ from openprogram_sim.coverage._classify import Witness, classify
 from openprogram_sim.coverage._code import (
     CodeCoverage,
     CoverageInUseError,
+    CoverageNotInstalledError,
     code_table,
     combine,
     locate,
@@ -56,6 +57,7 @@ __all__ = [
     "BehaviourCoverage",
     "CodeCoverage",
     "CoverageInUseError",
+    "CoverageNotInstalledError",
     "RunBehaviours",
     "UnknownBehaviourError",
     "Witness",
@@ -79,6 +81,7 @@ for _cls in (
     BehaviourCoverage,
     CodeCoverage,
     CoverageInUseError,
+    CoverageNotInstalledError,
     RunBehaviours,
     UnknownBehaviourError,
     Witness,

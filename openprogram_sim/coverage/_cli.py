@@ -79,16 +79,20 @@ class RunCoverage:
         self.data_file = str(args.coverage_data)
         self.code: Any = None
         if args.coverage_source:
-            from openprogram_sim.coverage._code import CodeCoverage
+            from openprogram_sim.coverage._code import CodeCoverage, CoverageNotInstalledError
 
             sources = [s.strip() for v in args.coverage_source for s in v.split(",") if s.strip()]
-            self.code = CodeCoverage(sources, self.data_file)
+            try:
+                self.code = CodeCoverage(sources, self.data_file)
+            except CoverageNotInstalledError as exc:
+                raise ValueError(f"--coverage-source: {exc}") from None
         self.tools: list[dict[str, Any]] = []
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunCoverage | None:
         """None when no ``--coverage*`` option was given; raises ``ValueError`` (an unknown
-        behaviour id, ``--suggest`` alone) with the message to print."""
+        behaviour id, ``--suggest`` alone, ``--coverage-source`` without coverage.py) with
+        the message to print."""
         wanted = (
             args.coverage,
             args.coverage_fail_under is not None,

@@ -26,6 +26,7 @@ from openprogram_sim.errors import SimError
 
 __all__ = [
     "CoverageInUseError",
+    "CoverageNotInstalledError",
     "CodeCoverage",
     "code_table",
     "combine",
@@ -42,6 +43,25 @@ class CoverageInUseError(SimError, RuntimeError):
     """coverage.py already measures the process (pytest-cov, ``coverage run``)."""
 
 
+class CoverageNotInstalledError(SimError, ImportError):
+    """Measuring tool code was asked for and coverage.py is not installed."""
+
+
+# What to install, named by the extra that holds coverage.py (pyproject.toml).
+INSTALL_HINT = "pip install 'openprogram-sim[coverage]' (or pip install 'coverage>=7.4')"
+
+
+def _coverage() -> Any:
+    """The coverage module, or :class:`CoverageNotInstalledError` saying what to install."""
+    try:
+        import coverage
+    except ImportError:
+        raise CoverageNotInstalledError(
+            f"measuring tool code needs coverage.py, which is not installed: {INSTALL_HINT}"
+        ) from None
+    return coverage
+
+
 class CodeCoverage:
     """coverage.py measuring ``source`` (package or module names, or folders)."""
 
@@ -52,8 +72,7 @@ class CodeCoverage:
         *,
         suffix: str | None = None,
     ) -> None:
-        import coverage
-
+        coverage = _coverage()
         self.data_file = Path(data_file).resolve()
         self.source = list(source)
         self._cov = coverage.Coverage(
@@ -104,8 +123,7 @@ class CodeCoverage:
 
 def combine(data_file: str | os.PathLike[str], parts: Iterable[str | os.PathLike[str]]) -> Path:
     """Merge the parts workers saved into ``data_file`` (the parts are removed)."""
-    import coverage
-
+    coverage = _coverage()
     target = Path(data_file).resolve()
     found = [str(p) for p in parts if Path(p).exists()]
     cov = coverage.Coverage(data_file=str(target), config_file=False, messages=False)

@@ -73,20 +73,26 @@ class CoverageHooks:
         """Start coverage.py where tests run (not on an xdist controller)."""
         if not self.sources:
             return
-        if self.controller:
-            shutil.rmtree(self.parts, ignore_errors=True)
-            return
-        from openprogram_sim.coverage import CodeCoverage, CoverageInUseError
+        from openprogram_sim.coverage import (
+            CodeCoverage,
+            CoverageInUseError,
+            CoverageNotInstalledError,
+        )
 
-        if self.worker is not None:
-            self.parts.mkdir(parents=True, exist_ok=True)
-            part = self.parts / self.data_file.name
-            self.code = CodeCoverage(self.sources, part, suffix=str(self.worker["workerid"]))
-        else:
-            self.code = CodeCoverage(self.sources, self.data_file)
         try:
+            if self.controller:  # said here once, not by every worker
+                CodeCoverage(self.sources, self.data_file)
+                shutil.rmtree(self.parts, ignore_errors=True)
+                return
+            if self.worker is not None:
+                self.parts.mkdir(parents=True, exist_ok=True)
+                part = self.parts / self.data_file.name
+                suffix = str(self.worker["workerid"])
+                self.code = CodeCoverage(self.sources, part, suffix=suffix)
+            else:
+                self.code = CodeCoverage(self.sources, self.data_file)
             self.code.start()
-        except CoverageInUseError as exc:
+        except (CoverageInUseError, CoverageNotInstalledError) as exc:
             self.code = None
             raise pytest.UsageError(f"--openprogram-coverage-source: {exc}") from None
 
