@@ -59,7 +59,7 @@ def load_credentials(*, required: bool) -> Any:
             return None
         raise ConfigurationError(
             f"Bedrock: no {TOKEN_ENV_VAR} is set and SigV4 signing needs botocore: "
-            "pip install openprogram[aws], or " + hint
+            "pip install 'openprogram-sim[aws]', or " + hint
         ) from None
     try:
         credentials = botocore.session.Session().get_credentials()

@@ -210,7 +210,7 @@ class BedrockProvider(HTTPProvider):
         bearer_token: a Bedrock API key; default ``AWS_BEARER_TOKEN_BEDROCK``. Without one,
             requests are signed with SigV4 from botocore's credential chain
             (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``AWS_PROFILE``, ...), which
-            needs ``pip install openprogram[aws]``.
+            needs ``pip install 'openprogram-sim[aws]'``.
         base_url: default ``https://bedrock-runtime.{region}.amazonaws.com``. With a custom
             one, missing credentials mean unsigned requests instead of an error.
         client, timeout, max_tokens, headers: see

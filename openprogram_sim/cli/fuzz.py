@@ -124,7 +124,7 @@ def command(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(
             f"openprogram-sim fuzz needs Hypothesis and hypothesis-jsonschema ({exc}); install "
-            "them: pip install 'openprogram[fuzz]'",
+            "them: pip install 'openprogram-sim[fuzz]'",
             file=sys.stderr,
         )
         return 2

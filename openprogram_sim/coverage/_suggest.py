@@ -73,7 +73,7 @@ def starter_text(document: dict[str, Any], schema_ref: str = "schema/scenario.sc
     except ImportError as exc:  # the fuzz package imports Hypothesis
         raise ImportError(
             f"--suggest writes starters with the fuzz regression writer, which needs "
-            f"Hypothesis: pip install 'openprogram[fuzz]' ({exc})"
+            f"Hypothesis: pip install 'openprogram-sim[fuzz]' ({exc})"
         ) from exc
     return f"# yaml-language-server: $schema={schema_ref}\n" + regression_text(document)
 

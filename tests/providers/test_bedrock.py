@@ -554,7 +554,7 @@ def test_without_botocore_the_error_says_how_to_install_it(
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     for name in ("botocore", "botocore.session", "botocore.exceptions"):
         monkeypatch.setitem(sys.modules, name, None)  # makes `import botocore...` fail
-    with pytest.raises(ConfigurationError, match=re.escape("pip install openprogram[aws]")):
+    with pytest.raises(ConfigurationError, match=re.escape("pip install 'openprogram-sim[aws]'")):
         bedrock.BedrockProvider(MODEL)
     # The bearer token needs no botocore at all.
     assert bedrock.BedrockProvider(MODEL, bearer_token=TOKEN).region == "us-east-1"
