@@ -50,6 +50,10 @@ from openprogram.types import (
 )
 
 __version__ = "0.1.0"
+# The distribution that ships this engine. The index's "openprogram" is another project that
+# also provides `import openprogram`: openprogram_sim reads this line from the file (without
+# importing the engine) to tell which of the two Python finds.
+__distribution__ = "openprogram-sim"
 
 __all__ = [
     "Agent",

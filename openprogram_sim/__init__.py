@@ -29,6 +29,8 @@ HTML report), the pytest plugin :mod:`~openprogram_sim.plugin` and the CLI
 """
 
 import importlib as _importlib
+import importlib.util as _importlib_util
+import os as _os
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
@@ -65,6 +67,58 @@ if _typing.TYPE_CHECKING:
         match_events,
         to_trace,
     )
+
+# The line of openprogram/__init__.py that says the engine is ours (see _check_engine).
+_ENGINE_MARKER = b'__distribution__ = "openprogram-sim"'
+
+
+def _check_engine() -> None:
+    """Fail at import, with the cause and the fix, when ``import openprogram`` would not give
+    the engine that ships with this package: the index's distribution "openprogram" is another
+    project that also provides ``import openprogram``. Without this a user who has it gets an
+    AttributeError deep in a run. Cheap, as this module must stay: the engine is located and
+    its ``__init__.py`` read, never imported (the CLI and the pytest plugin import this first).
+    """
+    try:
+        spec = _importlib_util.find_spec("openprogram")
+    except (ImportError, ValueError):  # ValueError: a module in sys.modules without a spec
+        spec = None
+    origin = spec.origin if spec is not None else None
+    if origin is not None and not origin.endswith(".py"):
+        return  # no source to read (neither project ships that way): let the import decide
+    if origin is not None:
+        try:
+            with open(origin, "rb") as file:
+                if _ENGINE_MARKER in file.read():
+                    return
+        except OSError:
+            pass
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    where = _os.path.dirname(origin) if origin is not None else (places[0] if places else None)
+    raise ImportError(_foreign_engine_message(where), name="openprogram", path=origin)
+
+
+def _foreign_engine_message(where: str | None) -> str:
+    import importlib.metadata as metadata  # the error path only: it is not cheap to import
+
+    try:
+        other = f' (the distribution "openprogram" {metadata.version("openprogram")} is installed)'
+    except metadata.PackageNotFoundError:
+        other = ""
+    found = f"the package at {where}{other}" if where is not None else "no package"
+    ours = _os.path.dirname(__file__)
+    return (
+        f"openprogram_sim cannot start: `import openprogram` finds {found}, not the engine that "
+        f'ships with openprogram_sim (distribution "openprogram-sim", at {ours}).\n'
+        'The index\'s "openprogram" is a different project. It and "openprogram-sim" both provide '
+        "the `openprogram` import, so the two cannot be installed side by side.\n"
+        "Fix: pip uninstall openprogram && pip install --force-reinstall openprogram-sim\n"
+        "(from a clone: pip uninstall openprogram && pip install --force-reinstall -e "
+        "/path/to/clone; if the folder above is on PYTHONPATH, take it off)"
+    )
+
+
+_check_engine()
 
 __all__ = [
     "AutoModel",
