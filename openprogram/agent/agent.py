@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import weakref
 from collections import deque
@@ -262,6 +263,14 @@ class Agent:
             result = await run_agent_loop(
                 prompts, self.state.context, self._config, self._listeners, signal, run_id=run_id
             )
+        except BaseException as exc:
+            # The run ended (its agent_end was sent, reason error) and what ended it goes on
+            # up: a tool's KeyboardInterrupt or SystemExit. A cancellation from outside ended
+            # it aborted: no error.
+            if not isinstance(exc, asyncio.CancelledError):
+                text = str(exc)
+                self.state.error = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            raise
         finally:
             self.state.is_streaming = False
             if self._signals is not None:

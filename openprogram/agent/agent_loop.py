@@ -302,7 +302,11 @@ async def run_agent_loop(
     Exceptions raised by the provider or a callback end the run with reason ``error``
     (the result carries the exception). Cancellation ends it with reason ``aborted``: when
     ``cancel`` is set (an abort) the result is returned, otherwise ``CancelledError`` is
-    re-raised after ``agent_end``. Setting ``cancel`` aborts the run; when it is an
+    re-raised after ``agent_end``. A ``BaseException`` that is not an ``Exception``
+    (``KeyboardInterrupt``, ``SystemExit``, ...) ends the run with reason ``error`` and is
+    re-raised after ``agent_end``; a ``CancelledError`` that a tool or the provider raises
+    on its own, with the run not cancelled, is an error like any other (see
+    :func:`_cancelled`). Setting ``cancel`` aborts the run; when it is an
     :class:`AbortSignal` (the default), that is safe from any thread and also cancels the
     run's task, so a tool awaiting something else is interrupted.
 
@@ -337,9 +341,31 @@ async def _guarded_run(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
         return result
     except Exception as exc:
         run.error = exc
-        final = _close_after_failure(run, "error", f"{type(exc).__name__}: {exc}")
+        final = _close_after_failure(run, "error", _described(exc))
         return _end(run, "error", final=final)
+    except BaseException as exc:
+        # Not an error of the run's (KeyboardInterrupt, SystemExit, pytest.fail() in a tool,
+        # the harness's deadline): the run ends as on an error, then it goes on up.
+        run.error = exc
+        _end(run, "error", final=_close_after_failure(run, "error", _described(exc)))
+        raise
     return result
+
+
+def _described(exc: BaseException) -> str:
+    """``Name: message``, or the name alone when the message is empty."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _cancelled(run: _Run) -> bool:
+    """Whether a ``CancelledError`` caught now is a cancellation of the run (its abort, or
+    the caller cancelling its task: a timeout, ``Task.cancel()``), rather than one its code
+    raised on its own (a tool that awaited a task someone else cancelled, or raised it)."""
+    if run.cancel.is_set():
+        return True
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def stream_agent_loop(
@@ -510,15 +536,29 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
                 continue  # nothing counts after the final event
             elif updates and partial is not None:
                 _emit_update(run, partial, event, updates)
-    except Exception as exc:
-        run.error = exc
-        final = _failed("error", f"Provider raised {type(exc).__name__}: {exc}", partial)
+    except (Exception, asyncio.CancelledError) as exc:
+        final = _provider_failed(run, exc, partial)
     if final is None:
         if run.cancel.is_set():
             final = _failed("aborted", "Run aborted during the model call", partial)
         else:
             final = _failed("error", "Provider stream ended without a final event", partial)
     return _finish_message(run, partial, final)
+
+
+def _provider_failed(
+    run: _Run, exc: Exception | asyncio.CancelledError, partial: AssistantMessage | None
+) -> AssistantMessage:
+    """The error message of a provider that raised; a cancellation of the run goes on up,
+    but a ``CancelledError`` the provider raised on its own is its error like any other."""
+    if isinstance(exc, asyncio.CancelledError):
+        if _cancelled(run):
+            raise exc
+        text = f"Provider raised {_described(exc)} on its own (the run was not cancelled)"
+    else:
+        text = f"Provider raised {type(exc).__name__}: {exc}"
+    run.error = exc
+    return _failed("error", text, partial)
 
 
 def _emit_update(
@@ -636,13 +676,14 @@ async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
     try:
         outcome, kind = await _invoke(run, call)
     except asyncio.CancelledError:
-        pending.discard(call.id)
         # It was running when the run was cancelled: its result says so (it ran, so it is
         # no skip) and enters the history like any other.
-        cancelled = _result_message(call, ToolResult.text(_CANCELLED_TEXT, is_error=True))
-        if run.listeners:
-            run.emit(_tool_end(run, call, cancelled, "cancelled"))
-        _record_result(run, cancelled)
+        _record_failure(run, call, _CANCELLED_TEXT, "cancelled")
+        raise
+    except BaseException as exc:
+        # KeyboardInterrupt, SystemExit and their kin are not the tool's errors to show the
+        # model: the call gets its result, then the run ends (see _guarded_run).
+        _record_failure(run, call, _described(exc), "raised")
         raise
     finally:
         pending.discard(call.id)
@@ -650,6 +691,16 @@ async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
     if run.listeners:
         run.emit(_tool_end(run, call, result, kind))
     return result
+
+
+def _record_failure(run: _Run, call: ToolCall, text: str, kind: ToolErrorKind) -> None:
+    """The result of a call that something interrupted (the run's cancellation, or a
+    ``BaseException`` leaving the run): its end event, and the result in the history."""
+    run.context.pending_tool_calls.discard(call.id)
+    result = _result_message(call, ToolResult.text(text, is_error=True))
+    if run.listeners:
+        run.emit(_tool_end(run, call, result, kind))
+    _record_result(run, result)
 
 
 async def _invoke(run: _Run, call: ToolCall) -> tuple[ToolResult, ToolErrorKind | None]:
@@ -671,6 +722,13 @@ async def _invoke(run: _Run, call: ToolCall) -> tuple[ToolResult, ToolErrorKind 
             value = await value
     except Exception as exc:
         return ToolResult.text(str(exc) or type(exc).__name__, is_error=True), "raised"
+    except asyncio.CancelledError as exc:
+        if _cancelled(run):
+            raise
+        # Raised by the tool on its own (e.g. it awaited a task that was cancelled): the
+        # run goes on, as after any other exception.
+        text = f"CancelledError raised by the tool{f': {exc}' if str(exc) else ''}"
+        return ToolResult.text(text, is_error=True), "raised"
     result = normalize_result(value)
     return result, "returned" if result.is_error else None
 
