@@ -51,6 +51,21 @@ def _returns(spec: ToolDef) -> Callable[[], Any]:
     return next_value
 
 
+def _outcomes(spec: ToolDef) -> Callable[[], Any]:
+    """The next call's outcome from ``outcomes:`` (the last repeats): its value, or a raise."""
+    outcomes = spec.outcomes or []
+    calls = {"n": 0}
+
+    def next_outcome() -> Any:
+        outcome = outcomes[min(calls["n"], len(outcomes) - 1)]
+        calls["n"] += 1
+        if outcome.raises is not None:
+            raise ToolFailure(outcome.raises)
+        return outcome.returns
+
+    return next_outcome
+
+
 def entry(scenario: Scenario, runtime: Runtime, build: Build) -> Awaitable[Any]:
     """The run's top level: the file's ``exec:``, or the user's entry point (``call:``)."""
     if scenario.call is not None:
@@ -122,7 +137,7 @@ class Build:
     def _entry(self, name: str, spec: ToolDef) -> Any:
         if spec.python is not None:
             real = as_tool(self.python(spec.python))
-            if spec.returns is None and spec.raises is None:
+            if spec.returns is None and spec.raises is None and spec.outcomes is None:
                 return real  # the user's own tool, run for real
             stub = as_tool({"spec": real.spec, "execute": self._body(name, spec)})
             stub.gates = real.gates
@@ -153,7 +168,7 @@ class Build:
                 return await self.box["runtime"].aexec(content, **self.exec_kwargs(nested))
 
             return nested_exec
-        next_value = _returns(spec)
+        next_value = _outcomes(spec) if spec.outcomes is not None else _returns(spec)
         if spec.updates:
             updates = list(spec.updates)
 

@@ -40,6 +40,7 @@ from openprogram_sim.scenario._schema import (
     Scenario,
     Steering,
     ToolDef,
+    ToolOutcome,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "Scenario",
     "Steering",
     "ToolDef",
+    "ToolOutcome",
     "discover",
     "import_ref",
     "import_roots",
@@ -70,6 +72,7 @@ __all__ = [
 for _cls in (
     AbortPoint, CassetteModel, ExecArgs, Expect, FollowUp, ForcedChoice, HistoryMessage,
     ModelTurn, PythonRefError, RaisesSpec, RequestExpect, Scenario, Steering, ToolDef,
+    ToolOutcome,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

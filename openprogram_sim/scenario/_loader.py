@@ -32,6 +32,7 @@ from openprogram_sim.scenario._schema import (
     Scenario,
     Steering,
     ToolDef,
+    ToolOutcome,
 )
 from openprogram_sim.scenario._yaml import MAX_BYTES, LineMap, YamlProblem, decode, read_yaml
 from openprogram_sim.trace import EVENT_FIELDS, check_field_value, check_matcher
@@ -69,6 +70,7 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         "exec": ExecArgs,
         "expect": Expect,
         "tool": ToolDef,
+        "outcome": ToolOutcome,
         "turn": ModelTurn,
         "steering": Steering,
         "follow_ups": FollowUp,
@@ -79,6 +81,8 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         key = ""
     elif names[0] == "tools" and len(names) >= 3 and names[2] == "exec":
         key = "exec"
+    elif names[0] == "tools" and len(names) >= 3 and names[2] == "outcomes":
+        key = "outcome"
     elif names[0] == "tools":
         key = "tool"
     elif names[0] == "model" and not any(isinstance(p, int) for p in path):

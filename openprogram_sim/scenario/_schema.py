@@ -41,6 +41,7 @@ __all__ = [
     "Scenario",
     "Steering",
     "ToolDef",
+    "ToolOutcome",
 ]
 
 
@@ -84,10 +85,29 @@ class ExecArgs(_Model):
     )
 
 
+class ToolOutcome(_Model):
+    """One call's outcome in a tool's ``outcomes:``: ``{returns: value}`` or ``{raises: text}``."""
+
+    returns: Any = Field(
+        None, description="The call returns this value ({$error: text}: an error result)."
+    )
+    raises: str | None = Field(None, description="The call raises with this message.")
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> ToolOutcome:
+        given = [k for k in ("returns", "raises") if k in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(
+                "an outcome is {returns: value} or {raises: message}"
+                + (f"; it gives {' and '.join(given)}: keep one" if given else "")
+            )
+        return self
+
+
 class ToolDef(_Model):
-    """A simulated tool (at most one of ``returns``, ``raises`` and ``exec``), or the user's
-    own tool named by ``python:``, whose spec and body come from the code (``returns`` or
-    ``raises`` then stub its body out)."""
+    """A simulated tool (at most one of ``returns``, ``raises``, ``outcomes`` and ``exec``),
+    or the user's own tool named by ``python:``, whose spec and body come from the code
+    (``returns``, ``raises`` or ``outcomes`` then stub its body out)."""
 
     python: str | None = Field(
         None,
@@ -109,6 +129,12 @@ class ToolDef(_Model):
         description="Progress the tool reports before returning (tool_execution_update events).",
     )
     raises: str | None = Field(None, description="The tool raises with this message.")
+    outcomes: list[ToolOutcome] | None = Field(
+        None,
+        min_length=1,
+        description="One outcome per call, in call order (the last repeats): each "
+        "{returns: value} or {raises: message}.",
+    )
     exec: ExecArgs | None = Field(None, description="The tool's body calls exec (nested loop).")
     defer: bool = Field(False, description="Deferred: loaded through tool_search.")
     toolsets: list[str] = Field(default_factory=list, description="Toolsets it belongs to.")
@@ -118,9 +144,17 @@ class ToolDef(_Model):
 
     @model_validator(mode="after")
     def _one_behaviour(self) -> ToolDef:
-        given = [k for k in ("returns", "raises", "exec") if getattr(self, k) is not None]
+        behaviours = ("returns", "raises", "outcomes", "exec")
+        given = [k for k in behaviours if getattr(self, k) is not None]
         if len(given) > 1:
-            raise ValueError(f"a tool has one behaviour; it gives {' and '.join(given)}: keep one")
+            hint = (
+                " (outcomes: [{returns: ...}, {raises: ...}] mixes both, call by call)"
+                if {"returns", "raises"} <= set(given)
+                else ""
+            )
+            raise ValueError(
+                f"a tool has one behaviour; it gives {' and '.join(given)}: keep one{hint}"
+            )
         if self.updates and (self.raises is not None or self.exec is not None):
             raise ValueError("updates: only a tool that returns reports progress here")
         if self.python is not None:
@@ -128,7 +162,7 @@ class ToolDef(_Model):
             if from_code:
                 raise ValueError(
                     f"a python: tool takes its {' and '.join(sorted(from_code))} from the "
-                    "code; remove them (returns: or raises: may stub its body out)"
+                    "code; remove them (returns:, raises: or outcomes: may stub its body out)"
                 )
         return self
 

@@ -130,7 +130,7 @@ def test_a_tool_with_two_behaviours_and_a_steering_point_missing() -> None:
     text += "steering:\n  - text: hi\n"
     assert errors_of(text) == [
         "case.yaml:3: (tools.search) a tool has one behaviour; it gives returns and raises: "
-        "keep one",
+        "keep one (outcomes: [{returns: ...}, {raises: ...}] mixes both, call by call)",
         "case.yaml:18: (steering[0]) give exactly one of after_tool or after_round",
     ]
 
