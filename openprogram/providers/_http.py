@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -57,6 +59,7 @@ __all__ = [
     "HTTPProvider",
     "RequestMapping",
     "resolve_api_key",
+    "resolve_base_url",
     "sendable_messages",
     "tool_call_text",
     "tool_result_text",
@@ -96,6 +99,29 @@ def resolve_api_key(
         f"{provider}: no API key found. Set the {names} environment variable, or pass "
         f"{argument}=... to the provider (a custom base_url needs no key)."
     )
+
+
+_VERSION_SEGMENT = re.compile(r"/v\d+(?:(?:alpha|beta)\d*)?$")
+"""A path that ends in an API version: ``/v1``, ``/v1beta``, ``/v1alpha``, ``/v1beta1``."""
+
+
+def resolve_base_url(
+    base_url: str | None, *, env_var: str, default: str, version: str
+) -> tuple[str, bool]:
+    """Where to send, and whether it is a custom base URL (one that needs no key).
+
+    ``base_url=`` wins; else ``env_var`` when it is set and not empty (the variable the
+    API's official SDK reads, e.g. ``ANTHROPIC_BASE_URL``); else ``default``. The URL may
+    take either form: the root, as the SDK takes it, which gets ``/{version}`` appended
+    (Anthropic's ``v1``, Gemini's ``v1beta``), or one whose path already ends in a version
+    segment, kept as it is. With ``version=""`` the URL is used as given (OpenAI's SDK base
+    URL already ends in ``/v1``). A trailing slash is dropped."""
+    if base_url is None and env_var:
+        base_url = os.environ.get(env_var, "").strip() or None
+    url = (base_url or default).rstrip("/")
+    if version and not _VERSION_SEGMENT.search(urlsplit(url).path):
+        url = f"{url}/{version}"
+    return url, base_url is not None
 
 
 def sendable_messages(messages: list[AnyMessage]) -> Iterator[AnyMessage]:
@@ -259,7 +285,11 @@ class HTTPProvider(ABC):
     Args:
         model_id: the provider's model name, e.g. ``gpt-4o-mini``.
         api_key: the key; default: the class's environment variables.
-        base_url: where the API lives (a compatible server, the wire simulator).
+        base_url: where the API lives (a compatible server, the wire simulator); default:
+            the class's :attr:`base_url_env` variable when set, as the official SDK reads
+            it, else the public endpoint. The SDK's form works (Anthropic's and Gemini's
+            root), and so does the root with the version path (see
+            :func:`resolve_base_url`).
         client: an ``httpx2.AsyncClient`` to send through (tests pass one with
             ``httpx2.MockTransport``); it is not closed. Default: a client per call.
         timeout: seconds (or an ``httpx2.Timeout``) applied to every request.
@@ -284,6 +314,12 @@ class HTTPProvider(ABC):
     """The API's response parser: one instance reads one body (SSE, JSON or event-stream)."""
     env_vars: ClassVar[tuple[str, ...]] = ()
     default_base_url: ClassVar[str] = ""
+    """The public endpoint, in the form the API's official SDK takes."""
+    base_url_env: ClassVar[str] = ""
+    """The environment variable the official SDK reads for its base URL (read when no
+    ``base_url=`` is given)."""
+    api_version: ClassVar[str] = ""
+    """The version path joined to a root base URL (``v1``); ``""``: none is added."""
     key_argument: ClassVar[str] = "api_key"
     """The constructor argument that takes the key, as error messages name it."""
 
@@ -302,12 +338,17 @@ class HTTPProvider(ABC):
         if not model_id:
             raise ConfigurationError(f"{self.label}: model_id must be a non-empty string")
         self.model_id = model_id
-        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.base_url, custom = resolve_base_url(
+            base_url,
+            env_var=self.base_url_env,
+            default=self.default_base_url,
+            version=self.api_version,
+        )
         self._api_key = resolve_api_key(
             api_key,
             self.env_vars,
             provider=self.label,
-            custom_base_url=base_url is not None,
+            custom_base_url=custom,
             argument=self.key_argument,
         )
         self.client = client

@@ -330,14 +330,18 @@ class _Parser(WireParser):
 
 class AnthropicProvider(HTTPProvider):
     """Anthropic Messages over httpx2. Key: ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``);
-    base URL default ``https://api.anthropic.com/v1``."""
+    base URL ``base_url=``, else ``ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``.
+    The root, as the anthropic SDK takes it, is joined as ``{root}/v1/messages``; a base
+    URL ending in ``/v1`` as ``{base}/messages``."""
 
     api = API
     label = _LABEL
     request_mapping = staticmethod(build_request)
     parser_class = _Parser
     env_vars = ("ANTHROPIC_API_KEY",)
-    default_base_url = "https://api.anthropic.com/v1"
+    default_base_url = "https://api.anthropic.com"
+    base_url_env = "ANTHROPIC_BASE_URL"
+    api_version = "v1"
 
     def endpoint(self) -> str:
         return f"{self.base_url}/messages"

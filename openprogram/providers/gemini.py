@@ -52,7 +52,7 @@ __all__ = [
 
 API = "gemini"
 _LABEL = "Gemini"
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 KEY_ENV_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 _Kind: TypeAlias = Literal["text", "thinking"]
@@ -353,7 +353,11 @@ class GeminiProvider(HTTPProvider):
         api_key: default ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``; sent as the
             ``x-goog-api-key`` header. Without a key and without ``base_url``,
             :class:`~openprogram.errors.ConfigurationError` names both variables.
-        base_url: default ``https://generativelanguage.googleapis.com/v1beta``.
+        base_url: default ``GOOGLE_GEMINI_BASE_URL`` (as google-genai reads it), else
+            ``https://generativelanguage.googleapis.com``. The root, as google-genai's
+            ``http_options`` take it, is joined as ``{root}/v1beta/models/...``; a base
+            URL whose path ends in a version (``/v1beta``, ``/v1``) as
+            ``{base}/models/...``.
         client, timeout, max_tokens, headers: see
             :class:`~openprogram.providers._http.HTTPProvider`.
         stream: ``streamGenerateContent?alt=sse`` (default) or one ``generateContent`` body.
@@ -371,6 +375,8 @@ class GeminiProvider(HTTPProvider):
     parser_class = _GeminiParser
     env_vars = KEY_ENV_VARS
     default_base_url = DEFAULT_BASE_URL
+    base_url_env = "GOOGLE_GEMINI_BASE_URL"
+    api_version = "v1beta"
 
     def endpoint(self) -> str:
         model = self.model_id.removeprefix("models/")

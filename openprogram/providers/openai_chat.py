@@ -313,8 +313,9 @@ class _Parser(WireParser):
 
 
 class OpenAIChatProvider(HTTPProvider):
-    """Chat Completions over httpx2. Key: ``OPENAI_API_KEY``; base URL default
-    ``https://api.openai.com/v1`` (pass another for compatible servers)."""
+    """Chat Completions over httpx2. Key: ``OPENAI_API_KEY``; base URL ``base_url=``, else
+    ``OPENAI_BASE_URL``, else ``https://api.openai.com/v1`` (as the openai SDK takes it:
+    ``/chat/completions`` is joined to it as given)."""
 
     api = API
     label = _LABEL
@@ -322,6 +323,7 @@ class OpenAIChatProvider(HTTPProvider):
     parser_class = _Parser
     env_vars = ("OPENAI_API_KEY",)
     default_base_url = "https://api.openai.com/v1"
+    base_url_env = "OPENAI_BASE_URL"
 
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"

@@ -353,8 +353,9 @@ class _Parser(WireParser):
 
 
 class OpenAIResponsesProvider(HTTPProvider):
-    """OpenAI Responses over httpx2. Key: ``OPENAI_API_KEY``; base URL default
-    ``https://api.openai.com/v1``."""
+    """OpenAI Responses over httpx2. Key: ``OPENAI_API_KEY``; base URL ``base_url=``, else
+    ``OPENAI_BASE_URL``, else ``https://api.openai.com/v1`` (as the openai SDK takes it:
+    ``/responses`` is joined to it as given)."""
 
     api = API
     label = _LABEL
@@ -362,6 +363,7 @@ class OpenAIResponsesProvider(HTTPProvider):
     parser_class = _Parser
     env_vars = ("OPENAI_API_KEY",)
     default_base_url = "https://api.openai.com/v1"
+    base_url_env = "OPENAI_BASE_URL"
 
     def endpoint(self) -> str:
         return f"{self.base_url}/responses"

@@ -21,18 +21,19 @@ DEFAULT_MAX_SESSIONS = 10_000
 
 
 def banner(server: Any, title: str, turns: int) -> str:
-    """The start-up text: where each API's clients point."""
+    """The start-up text: where each API's clients point (the official SDKs and
+    openprogram's adapters take the same base URL, or read it from the same variable)."""
     url = server.url
     rows = [
-        ("OpenAI (Chat, Responses)", server.base_url("openai"), "base_url"),
-        ("Anthropic", server.base_url("anthropic"), f"base_url (openprogram: {url}/v1)"),
-        ("Gemini", server.base_url("gemini"), f"base_url (openprogram: {url}/v1beta)"),
-        ("Bedrock", server.base_url("bedrock"), "endpoint_url"),
+        ("OpenAI (Chat, Responses)", server.base_url("openai"), "base_url or OPENAI_BASE_URL"),
+        ("Anthropic", server.base_url("anthropic"), "base_url or ANTHROPIC_BASE_URL"),
+        ("Gemini", server.base_url("gemini"), "base_url or GOOGLE_GEMINI_BASE_URL"),
+        ("Bedrock", server.base_url("bedrock"), "endpoint_url (boto3), base_url"),
     ]
     width = max(len(r[0]) for r in rows)
     lines = [
         f"openprogram-sim serve: {title} ({turns} scripted turn{'s' if turns != 1 else ''})",
-        f"listening on {url}  (Ctrl-C to stop)",
+        f"listening on {url}  (Ctrl-C to stop); base URLs (SDKs and openprogram alike):",
         *(f"  {name.ljust(width)}  {link}  {what}" for name, link, what in rows),
         f"sessions: {url}/s/NAME/... (e.g. {url}/s/NAME/v1) plays a fresh copy of the "
         "script per NAME",

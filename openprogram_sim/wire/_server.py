@@ -35,8 +35,8 @@ _SDK_PATH = {
 }
 """What each API's official SDK takes as its base URL, after the server's root."""
 
-_ADAPTER_PATH = {**_SDK_PATH, "anthropic": "/v1", "gemini": "/v1beta"}
-"""What openprogram's own adapters take as ``base_url=``."""
+_VERSIONED_PATH = {**_SDK_PATH, "anthropic": "/v1", "gemini": "/v1beta"}
+"""The SDK's base URL with the API's version path, which openprogram's adapters also take."""
 
 _ADAPTER_MODEL = {
     "openai": "gpt-4o-mini",
@@ -181,16 +181,17 @@ class WireServer:
         return f"http://{self.host}:{self.port}"
 
     def base_url(self, api: str = "openai", session: str | None = None) -> str:
-        """The base URL ``api``'s official SDK takes: ``openai`` (Chat and Responses)
-        ``…/v1``; ``anthropic``, ``gemini`` (google-genai's ``http_options``) and
-        ``bedrock`` (boto3's ``endpoint_url``) the root. ``session`` gives that session's
-        URL (its own copy of the script)."""
+        """The base URL ``api``'s official SDK takes, and openprogram's adapter for it too:
+        ``openai`` (Chat and Responses) ``…/v1``; ``anthropic``, ``gemini`` (google-genai's
+        ``http_options``) and ``bedrock`` (boto3's ``endpoint_url``) the root. ``session``
+        gives that session's URL (its own copy of the script)."""
         return self._root(session) + _SDK_PATH[_check_api(api)]
 
     def adapter_url(self, api: str, session: str | None = None) -> str:
-        """The ``base_url=`` openprogram's own adapter for ``api`` takes (Anthropic's ends
-        in ``/v1``, Gemini's in ``/v1beta``)."""
-        return self._root(session) + _ADAPTER_PATH[_check_api(api)]
+        """:meth:`base_url` with the API's version path (Anthropic's ends in ``/v1``,
+        Gemini's in ``/v1beta``, the others as :meth:`base_url`): openprogram's adapters
+        take either form."""
+        return self._root(session) + _VERSIONED_PATH[_check_api(api)]
 
     def provider(
         self, api: str, model: str | None = None, *, stream: bool = True, session: str | None = None
@@ -200,7 +201,7 @@ class WireServer:
         from openprogram.providers import get_provider
 
         name = "openai" if api == "openai-chat" else _check_api(api)
-        options: dict[str, Any] = {"base_url": self.adapter_url(api, session), "stream": stream}
+        options: dict[str, Any] = {"base_url": self.base_url(api, session), "stream": stream}
         if name == "bedrock":
             options.update(bearer_token="openprogram-sim", region="us-east-1")
         else:

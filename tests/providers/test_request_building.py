@@ -149,7 +149,7 @@ def test_a_relative_endpoint_is_joined_to_the_clients_base_url(kit: Any) -> None
                 pass
 
     asyncio.run(go())
-    assert str(sent[0].url) == "http://127.0.0.1:9/proxy/anthropic/messages"
+    assert str(sent[0].url) == "http://127.0.0.1:9/proxy/anthropic/v1/messages"  # a root
 
 
 def test_a_users_header_replaces_the_adapters_whatever_its_case(kit: Any, each_api: str) -> None:

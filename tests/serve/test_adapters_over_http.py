@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.providers import get_provider
 from openprogram_sim.cli import main
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.play import build_model, run_scenario, scenario_server
@@ -132,3 +133,27 @@ def test_run_refuses_a_base_url_without_a_model(capsys: pytest.CaptureFixture[st
     code = main(["run", str(LIBRARY / NAMES[0]), "--base-url", "http://127.0.0.1:9"])
     assert code == 2
     assert "--base-url needs --model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("api", ["anthropic", "gemini"])
+@pytest.mark.parametrize("form", ["sdk", "versioned", "env"])
+def test_the_sdks_base_url_reaches_the_server_as_the_versioned_one_does(
+    servers: dict[str, WireServer], api: str, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "basics/pick_again_on_results.yaml"
+    scenario, server = SCENARIOS[name], servers[name]
+    session = f"base-url-{api}-{form}"
+    sdk_url = server.base_url(api, session)  # the root: what the official SDK takes
+    options: dict[str, Any] = {"api_key": "k"}
+    variable, model = {
+        "anthropic": ("ANTHROPIC_BASE_URL", "anthropic:claude-x"),
+        "gemini": ("GOOGLE_GEMINI_BASE_URL", "gemini:gemini-x"),
+    }[api]
+    if form == "env":  # as the SDK reads it, when no base_url= is given
+        monkeypatch.setenv(variable, sdk_url)
+    else:
+        options["base_url"] = sdk_url if form == "sdk" else server.adapter_url(api, session)
+    over_http = run_scenario(scenario, get_provider(model, **options))
+    assert over_http.error is None, over_http.error
+    assert renamed_ids(over_http.trace) == renamed_ids(run_scenario(scenario).trace)
+    server.assert_consumed(session)

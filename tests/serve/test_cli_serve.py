@@ -82,7 +82,9 @@ def test_banner_names_each_apis_base_url() -> None:
     assert banner.startswith("openprogram-sim serve: research tides, then answer (2 scripted")
     assert f"OpenAI (Chat, Responses)  {url}/v1  base_url" in banner
     assert f"Bedrock                   {url}  endpoint_url" in banner
-    assert f"(openprogram: {url}/v1beta)" in banner
+    assert f"Anthropic                 {url}  base_url or ANTHROPIC_BASE_URL" in banner
+    assert f"Gemini                    {url}  base_url or GOOGLE_GEMINI_BASE_URL" in banner
+    assert "openprogram:" not in banner  # one URL per API: the SDKs' serves our adapters too
     assert f"sessions: {url}/s/NAME/" in banner
     assert err == ""
 
