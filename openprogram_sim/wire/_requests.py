@@ -17,6 +17,11 @@ What HTTP cannot carry is read as follows:
 * a tool result's ``is_error`` is read where the wire carries it (Anthropic ``is_error``,
   Gemini ``response.error``, Bedrock ``status``); OpenAI's tool messages carry none, so
   the key is left out. Its ``tool_name`` comes from the call it answers.
+* a tool result's ``text`` is what the tool returned, however the client wrapped it:
+  Gemini's ``response`` of ``{"output": X}``, ``{"error": X}`` or google-genai's
+  ``{"result": X}`` reads as X, a string as it is, any other value (and Bedrock's
+  ``{"json": ...}`` content) as JSON that keeps non-ASCII characters (``°``, not
+  ``\\u00b0``).
 * thinking is not a message field, and tool calls a client sent as text (a request
   without tools) stay text.
 """
@@ -278,10 +283,7 @@ def _gemini_content(content: dict[str, Any]) -> list[dict[str, Any]]:
     for p in parts:
         reply = p.get("functionResponse") or p.get("function_response")
         if reply:
-            response = reply.get("response") or {}
-            failed = "error" in response and "output" not in response
-            value = response.get("error" if failed else "output", response)
-            text = value if isinstance(value, str) else json.dumps(value)
+            text, failed = _gemini_response(reply.get("response") or {})
             out.append(_result(text, reply.get("name"), failed))
         elif "text" in p:
             if out and out[-1]["role"] == "user":
@@ -289,6 +291,38 @@ def _gemini_content(content: dict[str, Any]) -> list[dict[str, Any]]:
             else:
                 out.append(_user(str(p["text"])))
     return out
+
+
+def _gemini_response(response: Any) -> tuple[str, bool]:
+    """A ``functionResponse.response`` as ``(text, is_error)``, read the way each client
+    writes it: ``{"output": X}`` and ``{"error": X}`` (the API's documented keys, our
+    adapter's), ``{"result": X}`` (google-genai's automatic function calling, its MCP
+    adapter); X a string is that text, else its JSON. Any other object is the output as a
+    whole (as the API reads it), in JSON."""
+    if not isinstance(response, dict):
+        return _json_text(response), False
+    if "output" in response:
+        return _json_text(response["output"]), False
+    if "error" in response:
+        return _json_text(response["error"]), True
+    if "result" in response and len(response) == 1:
+        return _json_text(response["result"]), False
+    return _json_text(response), False
+
+
+def _json_text(value: Any) -> str:
+    """A tool result's value as text: a string as it is, a list of text parts (an MCP
+    result) as their text, anything else as JSON with its characters kept (no ``\\u00b0``
+    for ``°``), so an exact ``text:`` matches what the tool returned."""
+    if isinstance(value, str):
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, dict) and v.get("type") == "text" for v in value)
+    ):
+        return _text(value, ("text",))
+    return json.dumps(value, ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- Bedrock
@@ -329,7 +363,7 @@ def _bedrock_message(m: dict[str, Any], names: dict[str, str]) -> list[dict[str,
         result = b.get("toolResult")
         if result:
             text = "".join(
-                str(c.get("text", "")) if "text" in c else json.dumps(c.get("json"))
+                str(c.get("text", "")) if "text" in c else _json_text(c.get("json"))
                 for c in result.get("content") or []
                 if isinstance(c, dict)
             )
