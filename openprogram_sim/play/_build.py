@@ -20,6 +20,7 @@ from openprogram.types import (
     UserMessage,
 )
 from openprogram_sim.errors import ToolFailure
+from openprogram_sim.play._history import HistoryKeeper
 from openprogram_sim.scenario import ExecArgs, Scenario, ToolDef, import_ref, import_roots
 
 __all__ = ["Build", "Injections", "entry"]
@@ -70,8 +71,9 @@ def entry(scenario: Scenario, runtime: Runtime, build: Build) -> Awaitable[Any]:
     """The run's top level: the file's ``exec:``, or the user's entry point (``call:``)."""
     if scenario.call is not None:
         return runtime.acall(build.python(scenario.call), **scenario.args)
+    build.given_history = _history(scenario)
     return runtime.aexec(
-        scenario.exec.content, history=_history(scenario), **build.exec_kwargs(scenario.exec)
+        scenario.exec.content, history=build.given_history, **build.exec_kwargs(scenario.exec)
     )
 
 
@@ -111,6 +113,10 @@ class Build:
     def __init__(self, scenario: Scenario, runtime_box: dict[str, Runtime]) -> None:
         self.scenario = scenario
         self.box = runtime_box
+        self.given_history: list[AnyMessage] | None = None
+        """The history the outer exec was given (None: not known, as for ``call:``)."""
+        self.history = HistoryKeeper()
+        """Subscribed by the runner: what the outer exec added to its history."""
         self.entries: dict[str, Any] = {}
         for name, spec in scenario.tools.items():
             self.entries[name] = self._entry(name, spec)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram_sim.errors import MatchTimeoutError, ScriptExhaustedError
+from openprogram_sim.play._history import history_mismatch
 from openprogram_sim.play._runner import RunOutcome
 from openprogram_sim.trace import (
     Failure,
@@ -309,6 +310,20 @@ def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
             )
 
 
+def _check_history(outcome: RunOutcome, out: list[Failure]) -> None:
+    scenario = outcome.scenario
+    expect = scenario.expect
+    if expect.history is None:
+        return
+    wanted = [m.fields() for m in expect.history]
+    mismatch = history_mismatch(wanted, outcome.history, expect.history_mode)
+    if mismatch is not None:
+        index, detail = mismatch
+        where = ("expect", "history") if index < 0 else ("expect", "history", index)
+        title = f"history ({expect.history_mode}) did not match"
+        out.append(Failure(title, detail, scenario.where(*where)))
+
+
 class _Requests:
     """What :func:`_check_requests` reads of an outcome: the scenario and the requests."""
 
@@ -343,6 +358,7 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
         _check_points,
         _check_requests,
         _check_events,
+        _check_history,
     )
     if outcome.timed_out is not None:  # the rest would only restate the abort
         steps = (_check_time,)

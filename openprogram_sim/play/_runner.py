@@ -19,7 +19,7 @@ from typing import Any
 from openprogram import Runtime
 from openprogram.events import AgentEvent, ProviderEvent
 from openprogram.providers import Context, Provider, StreamOptions
-from openprogram.types import Usage
+from openprogram.types import AnyMessage, Usage
 from openprogram_sim.errors import MisuseError
 from openprogram_sim.models import ScriptedModel, ScriptedRequest
 from openprogram_sim.play._build import Build, Injections, entry
@@ -77,7 +77,16 @@ class RunOutcome:
     """When the deadline had to interrupt code that blocked the event loop (see
     :func:`run_scenario`): what was running then, e.g. ``"tool 'fetch'"``."""
     extras: dict[str, Any] = field(default_factory=dict)
+    final_messages: list[AnyMessage] = field(default_factory=list)
+    """The outer exec's history when the run ended: the messages the model would see next
+    (see :attr:`history`)."""
     _requests: _Requests | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """:attr:`final_messages` as plain fields (what ``expect.history`` compares: the
+        fields of ``expect.requests``' messages)."""
+        return [_message_fields(m) for m in self.final_messages]
 
     @property
     def requests(self) -> Sequence[dict[str, Any]]:
@@ -216,6 +225,7 @@ def _build_runtime(
     box["runtime"] = runtime
     recorder = TraceRecorder()
     runtime.subscribe(recorder)
+    runtime.subscribe(build.history)
     injections = None
     if scenario.steering or scenario.abort is not None:
         injections = Injections(scenario, runtime)
@@ -336,6 +346,7 @@ class _Play:
             unfired=sorted(self.injections.unfired) if self.injections is not None else [],
             timed_out=timed_out,
             blocked=blocked,
+            final_messages=self.build.history.final(self.build.given_history, requests),
         )
 
 

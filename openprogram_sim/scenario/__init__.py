@@ -34,6 +34,7 @@ from openprogram_sim.scenario._schema import (
     FollowUp,
     ForcedChoice,
     HistoryMessage,
+    MessageExpect,
     ModelTurn,
     RaisesSpec,
     RequestExpect,
@@ -52,6 +53,7 @@ __all__ = [
     "FollowUp",
     "ForcedChoice",
     "HistoryMessage",
+    "MessageExpect",
     "ModelTurn",
     "PythonRefError",
     "RaisesSpec",
@@ -71,8 +73,8 @@ __all__ = [
 
 for _cls in (
     AbortPoint, CassetteModel, ExecArgs, Expect, FollowUp, ForcedChoice, HistoryMessage,
-    ModelTurn, PythonRefError, RaisesSpec, RequestExpect, Scenario, Steering, ToolDef,
-    ToolOutcome,
+    MessageExpect, ModelTurn, PythonRefError, RaisesSpec, RequestExpect, Scenario, Steering,
+    ToolDef, ToolOutcome,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

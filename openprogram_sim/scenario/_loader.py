@@ -27,6 +27,7 @@ from openprogram_sim.scenario._schema import (
     ExecArgs,
     Expect,
     FollowUp,
+    MessageExpect,
     ModelTurn,
     RequestExpect,
     Scenario,
@@ -75,6 +76,7 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         "steering": Steering,
         "follow_ups": FollowUp,
         "requests": RequestExpect,
+        "history": MessageExpect,
     }
     names = [p for p in path if isinstance(p, str)]
     if not names:
@@ -91,8 +93,8 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         key = "faults"
     elif names[0] == "model":
         key = "turn"
-    elif names[0] == "expect" and len(names) > 1 and names[1] == "requests":
-        key = "requests"
+    elif names[0] == "expect" and len(names) > 1 and names[1] in ("requests", "history"):
+        key = names[1]
     else:
         key = names[0]
     target = targets.get(key, model)
@@ -173,18 +175,28 @@ def _semantic_issues(
 
 
 def _check_value_matchers(
-    expect: dict[str, Any], lines: LineMap, file: str, issues: list[ScenarioIssue]
+    expect: dict[str, Any],
+    lines: LineMap,
+    file: str,
+    issues: list[ScenarioIssue],
+    base: tuple[Any, ...] = ("expect",),
 ) -> None:
     checks: list[tuple[tuple[Any, ...], Any]] = []
     if "result" in expect:
-        checks.append((("expect", "result"), expect["result"]))
+        checks.append(((*base, "result"), expect["result"]))
     for i, request in enumerate(_list(expect.get("requests"))):
         for name, value in _dict(request).items():
-            checks.append((("expect", "requests", i, name), value))
+            checks.append(((*base, "requests", i, name), value))
     for path, value in checks:
         problem = check_matcher(value)
         if problem:
             issues.append(ScenarioIssue(file, lines.line(path), _where(path), problem))
+    for i, message in enumerate(_list(expect.get("history"))):
+        for name, value in _dict(message).items():
+            path = (*base, "history", i, name)
+            problem = check_matcher(value) or check_field_value(name, value)
+            if problem:
+                issues.append(ScenarioIssue(file, lines.line(path), _where(path), problem))
 
 
 def _unknown_event(name: str, path: tuple[Any, ...], lines: LineMap, file: str) -> ScenarioIssue:

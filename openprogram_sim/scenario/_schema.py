@@ -35,6 +35,7 @@ __all__ = [
     "Expect",
     "FollowUp",
     "HistoryMessage",
+    "MessageExpect",
     "ModelTurn",
     "RaisesSpec",
     "RequestExpect",
@@ -429,6 +430,23 @@ class RequestExpect(_Model):
     messages: Any = Field(None, description="Every message sent, each as fields (as last_message).")
 
 
+class MessageExpect(_Model):
+    """One message of ``expect.history``: the fields given are compared (values or
+    matchers), as in ``expect.requests``' ``messages``."""
+
+    role: Any = Field(None, description="user, assistant or toolResult.")
+    text: Any = None
+    tool_calls: Any = Field(
+        None, description="An assistant message's calls, each {name: ..., arguments: ...}."
+    )
+    tool_name: Any = Field(None, description="A toolResult: the tool's name.")
+    is_error: Any = Field(None, description="A toolResult: whether it is an error.")
+
+    def fields(self) -> dict[str, Any]:
+        """The fields the file gives (a ``null`` it gives included)."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+
+
 EventExpect = Annotated[
     dict[str, dict[str, Any]], WithJsonSchema({"x-placeholder": "ExpectedEvent"})
 ]
@@ -456,6 +474,13 @@ class Expect(_Model):
     events: list[EventExpect] = Field(default_factory=list)
     events_mode: Literal["ordered", "exact", "unordered"] = "ordered"
     not_events: list[EventExpect] = Field(default_factory=list)
+    history: list[MessageExpect] | None = Field(
+        None,
+        description="The run's final history, the messages the model would see next "
+        "(history:, the prompt and every message the outer exec added), in order; gaps "
+        "allowed unless history_mode: exact.",
+    )
+    history_mode: Literal["ordered", "exact"] = "ordered"
     counts: Annotated[
         dict[str, int],
         WithJsonSchema(
