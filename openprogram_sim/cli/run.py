@@ -97,14 +97,17 @@ def run_paths(
     pythonpath: Sequence[str] = (),
     provider: Callable[[], Any] | None = None,
     before_each: Callable[[Path], None] | None = None,
+    on_skip: Callable[[Path, str], None] | None = None,
 ) -> list[ScenarioResult]:
     """Load and run every scenario under ``paths``; ``keyword`` keeps those whose title or
     path contains it, ``tags`` those with any of the tags given (``"not TAG"`` drops those
     with TAG); ``pythonpath`` adds folders the scenarios' own Python is imported from;
     ``provider`` makes the model for each run (default: the scenario's scripted turns);
     ``before_each`` is called with each file just before it runs (``--coverage-source``
-    switches its coverage context there). Files that do not load are always reported."""
-    files = discover(list(paths))
+    switches its coverage context there); ``on_skip(path, reason)`` is told of each file
+    under a folder that is not a scenario (a cassette) and is left alone. Files that do not
+    load are always reported."""
+    files = discover(list(paths), on_skip=on_skip)
     base = Path.cwd().resolve()
     results: list[ScenarioResult] = []
     progress = _Progress(len(files), sys.stderr)
@@ -125,6 +128,11 @@ def run_paths(
         progress.update(i + 1)
     progress.close()
     return results
+
+
+def _print_skipped(path: Path, reason: str) -> None:
+    shown = _relative(path, Path.cwd().resolve())
+    print(f"openprogram-sim: left alone {shown}: {reason}", file=sys.stderr)
 
 
 def _tagged(have: Sequence[str], wanted: Sequence[str]) -> bool:
@@ -203,6 +211,7 @@ def command(args: argparse.Namespace) -> int:
             pythonpath=args.pythonpath,
             provider=provider,
             before_each=coverage.before_each if coverage is not None else None,
+            on_skip=_print_skipped if args.verbose else None,
         )
     except ScenarioError as exc:
         if coverage is not None:
@@ -302,6 +311,13 @@ def add_parser(sub: Any) -> None:
         "--base-url",
         metavar="URL",
         help="the adapter's base URL (e.g. an `openprogram-sim serve` of the same scenario)",
+    )
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also name the files under PATHS left alone because they are not scenarios "
+        "(cassettes)",
     )
     add_coverage_arguments(run)
     run.set_defaults(func=command)

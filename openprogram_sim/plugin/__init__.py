@@ -62,6 +62,7 @@ from openprogram_sim.plugin._items import (
     ScenarioFile,
     ScenarioItem,
     State,
+    display_path,
 )
 from openprogram_sim.plugin._xdist import COVERAGE, REPORT_ATTR, Collector, record_for
 
@@ -178,8 +179,27 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if real in state.collected or not state.owns(real):
         return None
     state.collected.add(real)
+    if real not in state.roots:  # a file named explicitly is taken as given
+        from openprogram_sim.scenario import not_a_scenario
+
+        reason = not_a_scenario(file_path)  # a cassette beside its scenarios: left alone
+        if reason is not None:
+            state.skipped.append((file_path, reason))
+            return None
     file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
     return file
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    """Under ``-v``, the files under the scenario paths left alone (cassettes)."""
+    state = config.stash.get(STATE, None)
+    if state is None or not state.skipped or config.option.verbose < 1:
+        return []
+    count = len(state.skipped)
+    lines = [f"openprogram: left alone {count} file{'s' if count != 1 else ''} under the "
+             "scenario paths that are not scenarios:"]  # fmt: skip
+    lines += [f"  {display_path(config, path)}: {reason}" for path, reason in state.skipped]
+    return lines
 
 
 # --------------------------------------------------------------------------- records

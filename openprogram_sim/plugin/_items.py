@@ -42,6 +42,8 @@ class State:
         self.collected: set[Path] = set()
         """Scenario files already collected, resolved: a folder reached again through a
         link (a link loop) does not collect its files twice."""
+        self.skipped: list[tuple[Path, str]] = []
+        """Files under the roots left alone, with why (a cassette), for ``-v``."""
         self.base = config.invocation_params.dir.resolve()
         self.tags: set[str] = set()
         """Scenario tags already registered as markers."""

@@ -9,16 +9,19 @@
     scenario.where("expect", "events", 0)                               # "…yaml:31"
 
 - the schema (pydantic models; :func:`json_schema` for editors),
-- the loader (:func:`load_scenario`, :func:`parse_scenario`, :func:`discover`): one parse,
-  a line map, every mistake reported at once with a did-you-mean,
+- the loader (:func:`load_scenario`, :func:`parse_scenario`): one parse, a line map, every
+  mistake reported at once with a did-you-mean,
+- collection (:func:`discover`, :func:`not_a_scenario`): the scenario files under a folder,
+  the cassettes beside them recognised from their first bytes and left alone,
 - the Python references a file may name (``python:``, ``registry:``, ``call:``):
   :func:`import_ref`, :func:`import_roots`, :func:`scenario_env`.
 
 Running and checking a scenario is :mod:`openprogram_sim.play`'s.
 """
 
+from openprogram_sim.scenario._discover import discover, not_a_scenario
 from openprogram_sim.scenario._jsonschema import json_schema
-from openprogram_sim.scenario._loader import discover, load_scenario, parse_scenario
+from openprogram_sim.scenario._loader import load_scenario, parse_scenario
 from openprogram_sim.scenario._python import (
     PythonRefError,
     import_ref,
@@ -67,6 +70,7 @@ __all__ = [
     "import_roots",
     "json_schema",
     "load_scenario",
+    "not_a_scenario",
     "parse_scenario",
     "scenario_env",
 ]

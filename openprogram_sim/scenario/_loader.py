@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import errno
 import json
-import os
 import stat
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
@@ -20,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from openprogram_sim.errors import ScenarioError, ScenarioIssue
+from openprogram_sim.scenario._discover import CASSETTE_REASON
 from openprogram_sim.scenario._python import PythonRefError, import_ref, import_roots
 from openprogram_sim.scenario._schema import (
     CassetteFault,
@@ -38,7 +38,7 @@ from openprogram_sim.scenario._schema import (
 from openprogram_sim.scenario._yaml import MAX_BYTES, LineMap, YamlProblem, decode, read_yaml
 from openprogram_sim.trace import EVENT_FIELDS, check_field_value, check_matcher
 
-__all__ = ["discover", "load_scenario", "parse_scenario"]
+__all__ = ["load_scenario", "parse_scenario"]
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -270,18 +270,9 @@ def parse_scenario(
     except YamlProblem as exc:
         raise ScenarioError([ScenarioIssue(path, exc.line, "", exc.message)]) from None
     data, lines = document.data, document.lines
-    if not isinstance(data, dict):
-        raise ScenarioError(
-            [
-                ScenarioIssue(
-                    path,
-                    1,
-                    "",
-                    "a scenario file is a mapping with `scenario:`, `exec:`,"
-                    " `model:` and `expect:` keys",
-                )
-            ]
-        )
+    shape = _not_a_scenario_shape(data, document.empty)
+    if shape is not None:
+        raise ScenarioError([ScenarioIssue(path, 1, "", shape)])
     issues = [
         ScenarioIssue(
             path,
@@ -306,6 +297,31 @@ def parse_scenario(
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0)) from None
     scenario._lines = lines
     return scenario
+
+
+MINIMAL = (
+    '{scenario: hello, exec: {content: "Hi"}, model: [{text: "Hello"}], expect: {result: "Hello"}}'
+)
+"""The smallest scenario that runs and passes (one line of flow YAML), quoted by the
+message for an empty file."""
+
+
+def _not_a_scenario_shape(data: Any, empty: bool) -> str | None:
+    """What is wrong with a document that is not a scenario mapping at all, or None."""
+    if empty:
+        return (
+            "the file is empty (no YAML in it, only blank lines or comments); a minimal "
+            f"scenario is {MINIMAL}, or run `openprogram-sim init MODULE` for a starter over "
+            "your tools"
+        )
+    if not isinstance(data, dict):
+        return "a scenario file is a mapping with `scenario:`, `exec:`, `model:` and `expect:` keys"
+    if "interactions" in data and "scenario" not in data:
+        return (
+            f"this file is {CASSETTE_REASON}; run the scenario that replays it "
+            "(`model: {cassette: ...}`), or its folder, where cassettes are left alone"
+        )
+    return None
 
 
 def _names_python(scenario: Scenario) -> bool:
@@ -403,45 +419,3 @@ def _read(file: Path) -> bytes:
         raise YamlProblem(None, "not a regular file (a folder, a FIFO or a device); skipped")
     with file.open("rb") as handle:
         return handle.read(MAX_BYTES + 1)
-
-
-def discover(paths: list[str | Path]) -> list[Path]:
-    """Every ``*.yaml``/``*.yml`` file under ``paths`` (files are taken as given), sorted.
-
-    Folders are walked following links, each real folder once (a link back to a folder
-    already walked is not entered again, so a link loop cannot recurse). Entries that are
-    not regular files (FIFOs, devices, folders named ``*.yaml``) are skipped; a link that
-    cannot be resolved (a loop, a dangling target) is kept, so loading it reports why.
-    """
-    found: list[Path] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_dir():
-            found.extend(sorted(_walk(p)))
-        elif p.exists() or p.is_symlink():
-            found.append(p)
-        else:
-            raise ScenarioError([ScenarioIssue(str(p), None, "", "no such file or directory")])
-    return found
-
-
-def _walk(root: Path) -> list[Path]:
-    seen: set[tuple[int, int]] = set()
-    out: list[Path] = []
-    for folder, dirs, files in os.walk(root, followlinks=True):
-        info = os.stat(folder)
-        if (info.st_dev, info.st_ino) in seen:
-            dirs[:] = []
-            continue
-        seen.add((info.st_dev, info.st_ino))
-        for name in files + dirs:
-            if not name.endswith((".yaml", ".yml")):
-                continue
-            path = Path(folder, name)
-            try:
-                regular = stat.S_ISREG(path.stat().st_mode)
-            except OSError:
-                regular = True  # a link loop or a dangling link: loading it says which
-            if regular:
-                out.append(path)
-    return out

@@ -47,6 +47,7 @@ MAX_DEPTH = 64
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
+_NULL = "tag:yaml.org,2002:null"
 
 
 class YamlProblem(Exception):
@@ -64,6 +65,8 @@ class YamlDocument:
     lines: LineMap
     duplicates: list[tuple[tuple[Any, ...], int, int]] = field(default_factory=list)
     """``(key path, first line, repeated line)`` for every key given twice."""
+    empty: bool = False
+    """The text holds no document: only blank lines and comments (``data`` is None)."""
 
 
 def decode(raw: bytes) -> str:
@@ -245,8 +248,8 @@ class _FastLoader(_Loader):  # type: ignore[misc]
 def read_yaml(text: str) -> YamlDocument:
     """Parse ``text`` once: the data, its line map and the keys given twice."""
     root = _compose(text)
-    if root is None:
-        return YamlDocument(None, LineMap({}, {}))
+    if root is None or (type(root) is yaml.ScalarNode and root.tag == _NULL and not root.value):
+        return YamlDocument(None, LineMap({}, {}), empty=True)  # nothing, or a bare `---`
     if "&" in text:  # anchors: aliases and merge keys are possible (none without an anchor)
         _flatten_merges(root)
         _measure(root)
