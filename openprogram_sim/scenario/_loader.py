@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from openprogram.tools import SEARCH_TOOL_NAME
 from openprogram_sim.errors import ScenarioError, ScenarioIssue
 from openprogram_sim.scenario._discover import CASSETTE_REASON
 from openprogram_sim.scenario._python import PythonRefError, import_ref, import_roots
@@ -35,7 +36,14 @@ from openprogram_sim.scenario._schema import (
     ToolDef,
     ToolOutcome,
 )
-from openprogram_sim.scenario._yaml import MAX_BYTES, LineMap, YamlProblem, decode, read_yaml
+from openprogram_sim.scenario._yaml import (
+    MAX_BYTES,
+    LineMap,
+    YamlProblem,
+    decode,
+    read_yaml,
+    too_large,
+)
 from openprogram_sim.trace import EVENT_FIELDS, check_field_value, check_matcher
 
 __all__ = ["load_scenario", "parse_scenario"]
@@ -142,12 +150,14 @@ def _semantic_issues(
     tools = _dict(data.get("tools"))
     defined = {str(name) for name in tools} | set(extra_names or ())
 
-    def check_names(names: Any, path: tuple[Any, ...], what: str) -> None:
+    def check_names(
+        names: Any, path: tuple[Any, ...], what: str, known: AbstractSet[str] = defined
+    ) -> None:
         if extra_names is None:
             return  # the user's registry could not be imported: its names are unknown
         for i, name in enumerate(_list(names)):
-            if isinstance(name, str) and name not in defined:
-                close = difflib.get_close_matches(name, sorted(defined), n=1)
+            if isinstance(name, str) and name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1)
                 hint = f"did you mean {close[0]!r}?" if close else "define it under `tools:`"
                 issues.append(
                     ScenarioIssue(
@@ -165,6 +175,11 @@ def _semantic_issues(
     for set_name, members in _dict(data.get("toolsets")).items():
         check_names(members, ("toolsets", set_name), f"toolset {set_name!r}")
     expect = _dict(data.get("expect"))
+    if "call" not in data:  # with `call:`, the user's function may exec with tools of its own
+        offered = defined | {SEARCH_TOOL_NAME}  # offered by the loop when a tool is deferred
+        for i, request in enumerate(_list(expect.get("requests"))):
+            where = ("expect", "requests", i, "tools")
+            check_names(_dict(request).get("tools"), where, _where(where), offered)
     _check_events(_list(expect.get("events")), ("expect", "events"), lines, file, issues)
     _check_events(_list(expect.get("not_events")), ("expect", "not_events"), lines, file, issues)
     for event_type in _dict(expect.get("counts")):
@@ -417,5 +432,7 @@ def _read(file: Path) -> bytes:
     info = file.stat()
     if not stat.S_ISREG(info.st_mode):
         raise YamlProblem(None, "not a regular file (a folder, a FIFO or a device); skipped")
+    if info.st_size > MAX_BYTES:
+        raise too_large(info.st_size)
     with file.open("rb") as handle:
-        return handle.read(MAX_BYTES + 1)
+        return handle.read(MAX_BYTES + 1)  # +1: a file that grew since is still caught

@@ -4,12 +4,14 @@ One parse: libyaml composes the node tree (``CSafeLoader``, the pure-Python load
 libyaml is missing), and the data is built from those nodes, so every line number comes
 from the same parse as the data. Scenario files are treated as hostile input:
 
-- **size**: a file over :data:`MAX_BYTES` is refused before parsing;
+- **size**: a file over :data:`MAX_BYTES` is refused before it is read, naming its size;
 - **encoding**: only UTF-8 text (a UTF-8 byte-order mark is allowed);
 - **aliases**: a document whose aliases expand to more than :data:`MAX_VALUES` values
   (the "billion laughs" bomb), or that refers to itself, is refused without expanding it;
 - **nesting**: deeper than :data:`MAX_DEPTH` levels is refused (no ``RecursionError``);
-- **duplicate keys** are mistakes naming both lines (YAML loaders keep the last silently).
+- **duplicate keys** are mistakes naming both lines (YAML loaders keep the last silently);
+- **tabs** in indentation, which YAML forbids, are named as such (libyaml says only "found
+  character that cannot start any token"); an **empty** document is told apart from a null.
 
 The line map records the line of every key and value by key path while the data is built
 from the nodes (the same parse); the node tree is then let go. Aliases are measured first,
@@ -33,6 +35,7 @@ __all__ = [
     "YamlProblem",
     "decode",
     "read_yaml",
+    "too_large",
 ]
 
 MAX_BYTES = 10 * 1024 * 1024
@@ -69,14 +72,33 @@ class YamlDocument:
     """The text holds no document: only blank lines and comments (``data`` is None)."""
 
 
+def too_large(size: int | None) -> YamlProblem:
+    """The error for a file of ``size`` bytes (None: more than :data:`MAX_BYTES` were read,
+    the real size unknown) over :data:`MAX_BYTES`."""
+    cap = _mib(MAX_BYTES)
+    if size is None:
+        what = f"over {cap}"
+    elif _mib(size) == _mib(MAX_BYTES + 1):  # rounds to the cap: "10.0 MiB" would read as under
+        what = f"just over {cap} ({size:,} bytes)"
+    else:
+        what = f"{_mib(size)} ({size:,} bytes)"
+    return YamlProblem(
+        None,
+        f"the file is {what}; scenario files are limited to {cap}, a fixed limit (a scenario "
+        "is a few KiB): split it into several scenarios, or keep large data out of it (a "
+        "recorded session belongs in a cassette: `model: {cassette: ...}`)",
+    )
+
+
+def _mib(size: int) -> str:
+    mib = size / 2**20
+    return f"{mib:.0f} MiB" if mib == int(mib) else f"{mib:.1f} MiB"
+
+
 def decode(raw: bytes) -> str:
     """``raw`` as UTF-8 text, or a :class:`YamlProblem` saying what the bytes are instead."""
     if len(raw) > MAX_BYTES:
-        raise YamlProblem(
-            None,
-            f"the file is {len(raw):,} bytes; scenario files are limited to {MAX_BYTES:,} "
-            "bytes (split it, or keep large data out of the file)",
-        )
+        raise too_large(None)
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise YamlProblem(
             1, "the file is UTF-16 (it starts with a byte-order mark); save it as UTF-8"
@@ -99,6 +121,9 @@ def _compose(text: str) -> yaml.Node | None:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
+        tabbed = _tab_indented(text, line)
+        if tabbed is not None:
+            raise YamlProblem(tabbed[0], _tab_message(*tabbed)) from None
         raise YamlProblem(line, f"not valid YAML: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise YamlProblem(None, f"not valid YAML: {exc}") from None
@@ -106,6 +131,32 @@ def _compose(text: str) -> yaml.Node | None:
         raise YamlProblem(None, f"nested too deeply (the limit is {MAX_DEPTH} levels)") from None
     finally:
         loader.dispose()
+
+
+def _tab_indented(text: str, error_line: int | None) -> tuple[int, int] | None:
+    """``(line, count)`` when a syntax error is explained by tabs in indentation: the error's
+    line when a tab indents it, else the first tab-indented line before it; ``count`` is how
+    many lines of the file a tab indents."""
+    tabbed = [n for n, line in enumerate(text.splitlines(), 1) if "\t" in _indent(line)]
+    if not tabbed:
+        return None
+    if error_line is not None and error_line in tabbed:
+        return error_line, len(tabbed)
+    before = [n for n in tabbed if error_line is None or n <= error_line]
+    return (before[0], len(tabbed)) if before else None
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _tab_message(line: int, count: int) -> str:
+    others = f", and so are {count - 1} other line{'s' if count > 2 else ''}" if count > 1 else ""
+    return (
+        f"line {line} is indented with a tab{others}; YAML allows only spaces for indentation: "
+        f"replace the tab{'s' if count > 1 else ''} with spaces (editors: 'convert "
+        "indentation to spaces')"
+    )
 
 
 def _children(node: yaml.Node) -> Iterator[yaml.Node]:

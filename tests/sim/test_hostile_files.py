@@ -136,7 +136,7 @@ def test_a_file_over_the_size_limit_is_refused_before_parsing(tmp_path: Path) ->
         handle.write(b"scenario: x\ndescription: '")
         handle.write(b"y" * MAX_BYTES)
         handle.write(b"'\n")
-    with pytest.raises(ScenarioError, match=f"limited to {MAX_BYTES:,} bytes"):
+    with pytest.raises(ScenarioError, match=f"just over 10 MiB \\({MAX_BYTES + 28:,} bytes\\)"):
         load_scenario(big)
 
 

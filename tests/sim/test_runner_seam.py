@@ -63,11 +63,11 @@ def test_any_provider_gets_the_files_tools_exec_and_expectations() -> None:
 
 def test_requests_expectations_fail_against_another_provider_too() -> None:
     text = ONE_PICK.read_text().replace("{round: 1, tools: [search], message_count: 1}",
-                                        "{round: 1, tools: [fetch], message_count: 1}")  # fmt: skip
+                                        "{round: 1, tools: [], message_count: 1}")  # fmt: skip
     scenario = parse_scenario(text, "one_pick_wrong.yaml")
     verdict = check_outcome(run_scenario(scenario, Relay(build_model(scenario))))
     assert [f.title for f in verdict.failures] == ["request 1 (depth 0, round 1) differs"]
-    assert 'tools: expected ["fetch"], actual ["search"]' in verdict.failures[0].detail
+    assert 'tools: expected [], actual ["search"]' in verdict.failures[0].detail
 
 
 def test_a_real_adapter_over_the_wire_runs_the_scenario() -> None:
