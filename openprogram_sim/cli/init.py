@@ -8,12 +8,18 @@ each tool was called, in order, and the run stopped. Gated tools' ``requires_env
 are set with ``env:`` so they are offered. An ``@agentic_function`` (whose body calls exec) is
 stubbed with ``returns:`` so the starter runs without scripting its nested run; the comment
 says how to run it for real.
+
+The file's first line points editors (the YAML language server) at the JSON Schema of
+scenario files. Such a path is relative to the scenario file, so ``init -o FILE`` also writes
+the schema into the project (``--schema``, default ``schema/scenario.schema.json`` below the
+current directory, when it is missing or outdated) and points the line at it from FILE.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -105,25 +111,78 @@ def starter_scenario(ref: str, schema_ref: str = "schema/scenario.schema.json") 
     return "\n".join(lines) + "\n"
 
 
+def _is_url(ref: str) -> bool:
+    return ref.startswith(("http://", "https://", "file://"))
+
+
+def _schema_ref(schema: str, output: Path | None) -> str:
+    """The ``$schema`` of the modeline: a URL as given; a path (relative to the current
+    directory) made relative to the folder of the written file, as the YAML language server
+    reads it (``output`` None: the file is printed, taken to be saved here)."""
+    if _is_url(schema):
+        return schema
+    folder = output.parent if output is not None else Path()
+    return Path(os.path.relpath(Path(schema).absolute(), folder.absolute())).as_posix()
+
+
+def _schema_state(path: Path, text: str) -> str:
+    """``"missing"``, ``"current"``, ``"outdated"`` (ours, from another version: the same
+    ``title``) or ``"foreign"`` (another file: never replaced)."""
+    if not path.exists():
+        return "missing"
+    try:
+        existing = path.read_text(encoding="utf-8")
+        title = json.loads(existing).get("title")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return "foreign"
+    if existing == text:
+        return "current"
+    return "outdated" if title == json.loads(text)["title"] else "foreign"
+
+
 def command(args: argparse.Namespace) -> int:
     from openprogram_sim.scenario._python import PythonRefError
 
+    target = Path(args.output) if args.output else None
     try:
-        text = starter_scenario(args.ref, args.schema)
+        text = starter_scenario(args.ref, _schema_ref(args.schema, target))
     except (PythonRefError, TypeError, ValueError, KeyError) as exc:
         print(f"openprogram-sim init: {exc}", file=sys.stderr)
         return 2
-    if args.output:
-        target = Path(args.output)
-        if target.exists() and not args.force:
-            print(f"openprogram-sim init: {target} exists; pass --force to replace it",
-                  file=sys.stderr)  # fmt: skip
-            return 2
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        print(f"openprogram-sim init: wrote {target}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    if target is not None:
+        return _write(target, text, args.schema, force=args.force)
+    sys.stdout.write(text)
+    if not _is_url(args.schema):
+        print(f"openprogram-sim init: the $schema line is right for a file saved in the current "
+              f"directory, with {args.schema} written by `openprogram-sim schema -o "
+              f"{args.schema}`; with -o FILE, init writes both", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def _write(target: Path, text: str, schema_ref: str, *, force: bool) -> int:
+    """Write the starter at ``target`` and, unless ``schema_ref`` is a URL, the JSON Schema
+    its first line points at (when missing or outdated; another file there is kept)."""
+    from openprogram_sim.cli.schema import schema_text
+
+    if target.exists() and not force:
+        print(f"openprogram-sim init: {target} exists; pass --force to replace it",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    schema, wanted = Path(schema_ref), schema_text()
+    state = "url" if _is_url(schema_ref) else _schema_state(schema, wanted)
+    if state == "foreign":
+        print(f"openprogram-sim init: {schema} exists and is not the JSON Schema of scenario "
+              "files; pass --schema PATH to put the schema elsewhere", file=sys.stderr)  # fmt: skip
+        return 2
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"openprogram-sim init: wrote {target}", file=sys.stderr)
+    if state in ("missing", "outdated"):
+        schema.parent.mkdir(parents=True, exist_ok=True)
+        schema.write_text(wanted, encoding="utf-8")
+        done = "wrote" if state == "missing" else "updated"
+        print(f"openprogram-sim init: {done} {schema}, the JSON Schema your editor reads "
+              f"(the first line of {target} points at it)", file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -135,6 +194,9 @@ def add_parser(sub: Any) -> None:
     init.add_argument(
         "--schema",
         default="schema/scenario.schema.json",
-        help="the $schema path for editors (relative to the written file)",
+        metavar="PATH|URL",
+        help="the JSON Schema file editors read, relative to the current directory (default: "
+        "schema/scenario.schema.json); with -o it is written there when missing or outdated, "
+        "and the file's $schema line points at it; a URL is used as given",
     )
     init.set_defaults(func=command)

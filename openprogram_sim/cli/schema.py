@@ -8,13 +8,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "command"]
+__all__ = ["add_parser", "command", "schema_text"]
+
+
+def schema_text() -> str:
+    """The JSON Schema of scenario files as this command prints it (and ``init`` writes it,
+    and ``schema/scenario.schema.json`` holds it)."""
+    from openprogram_sim.scenario import json_schema
+
+    return json.dumps(json_schema(), indent=2) + "\n"
 
 
 def command(args: argparse.Namespace) -> int:
-    from openprogram_sim.scenario import json_schema
-
-    text = json.dumps(json_schema(), indent=2) + "\n"
+    text = schema_text()
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

@@ -45,12 +45,13 @@ def test_a_broken_tool_fails_its_scenario(tmp_path: Path) -> None:
 
 def test_init_writes_a_starter_that_passes(tmp_path: Path) -> None:
     # run in the project: its pyproject's [tool.openprogram] pythonpath finds the package
-    target = tmp_path / "starter.yaml"
+    target, schema = tmp_path / "starter.yaml", tmp_path / "schema" / "scenario.schema.json"
     made = _run(str(BIN / "openprogram-sim"), "init", "weather_agent.tools:registry", "-o",
-                str(target))  # fmt: skip
+                str(target), "--schema", str(schema))  # fmt: skip
     assert made.returncode == 0, made.stderr
     text = target.read_text()
-    assert text.startswith("# yaml-language-server: $schema=")
+    assert text.startswith("# yaml-language-server: $schema=schema/scenario.schema.json\n")
+    assert schema.is_file()  # written beside it, not into the example project
     doc = yaml.safe_load(text)
     assert doc["registry"] == "weather_agent.tools:registry"
     assert [next(iter(t["tool_calls"][0])) for t in doc["model"][:-1]] == [
