@@ -95,7 +95,13 @@ def check_example_resolves(pip: Path, report: Path) -> None:
     installs = json.loads(report.read_text())["install"]
     found = {i["metadata"]["name"].lower().replace("_", "-"): i for i in installs}
     ours = found.get(NAME)
-    if "openprogram" in found or ours is None or "weather-agent" not in found:
+    if "openprogram" in found:
+        other = found["openprogram"]
+        sys.exit(
+            f'check_dist: the example resolves to "openprogram" {other["metadata"]["version"]} '
+            f"from {other['download_info']['url']}, another project, not to {NAME}"
+        )
+    if ours is None or "weather-agent" not in found:
         listed = sorted(f"{n} {i['metadata']['version']}" for n, i in found.items())
         sys.exit(f"check_dist: the example does not resolve to {NAME} from the clone: {listed}")
     url = ours["download_info"]["url"]
