@@ -48,17 +48,27 @@ def test_the_readme_stays_a_landing_page() -> None:
     assert len(README) < 12_000, f"README.md is {len(README)} characters"
 
 
-def test_the_failure_diff_shown_is_what_the_cli_prints() -> None:
+def _printed(name: str) -> str:
     from openprogram_sim.cli import main
 
-    shown = next(b for b in _blocks("text", GETTING_STARTED) if "did not match" in b)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["run", str(ROOT / "tests" / "sim" / "data" / "steering_broken.yaml")])
+        code = main(["run", str(ROOT / "tests" / "sim" / "data" / name)])
     assert code == 1
     printed = out.getvalue().replace(str(ROOT) + "/", "")
-    start = printed.index("- events")
-    assert printed[start : start + len(shown)] == shown
+    return printed[printed.index("- events") :]
+
+
+def test_the_failure_diff_shown_is_what_the_cli_prints() -> None:
+    shown = next(b for b in _blocks("text", GETTING_STARTED) if "steering_broken.yaml" in b)
+    assert "did not match" in shown
+    assert _printed("steering_broken.yaml")[: len(shown)] == shown
+
+
+def test_the_nested_diff_and_its_hints_shown_are_what_the_cli_prints() -> None:
+    shown = next(b for b in _blocks("text", GETTING_STARTED) if "notes_broken.yaml" in b)
+    assert "args.body" in shown and "hint: " in shown
+    assert _printed("notes_broken.yaml")[: len(shown)] == shown
 
 
 def test_docs_link_nothing_outside_the_repository() -> None:

@@ -18,6 +18,8 @@ from openprogram_sim.play._runner import RunOutcome
 from openprogram_sim.trace import (
     Failure,
     describe,
+    describe_pair,
+    diff_lines,
     event_matches,
     match_events,
     matches,
@@ -102,10 +104,11 @@ def _check_result(outcome: RunOutcome, out: list[Failure]) -> None:
     if expected is None or outcome.error is not None:
         return
     if not matches(expected, outcome.result):
+        want, have = describe_pair(expected, outcome.result)
         out.append(
             Failure(
                 "exec returned something else",
-                f"  expected: {describe(expected)}\n  actual:   {show(outcome.result)}",
+                f"  expected: {want}\n  actual:   {have}",
                 outcome.scenario.where("expect", "result"),
             )
         )
@@ -244,10 +247,7 @@ def _check_requests(outcome: RunOutcome, out: list[Failure]) -> None:
         fields = _loosen_messages(want.model_dump(exclude_none=True, exclude={"call"}))
         bad = {k: v for k, v in fields.items() if not matches(v, actual.get(k))}
         if bad:
-            rows = [
-                f"  {k}: expected {describe(v)}, actual {show(actual.get(k))}"
-                for k, v in bad.items()
-            ]
+            rows = [f"  {line}" for k, v in bad.items() for line in diff_lines(k, v, actual.get(k))]
             out.append(
                 Failure(
                     f"request {index + 1} (depth {actual['depth']}, round "
@@ -283,7 +283,9 @@ def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
             out.append(
                 Failure(
                     f"events ({expect.events_mode}) did not match",
-                    render_mismatch(mismatch, trace, total=len(expect.events)),
+                    render_mismatch(
+                        mismatch, trace, total=len(expect.events), schemas=_tool_schemas(outcome)
+                    ),
                     scenario.where("expect", "events", mismatch.index),
                 )
             )
@@ -308,6 +310,12 @@ def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
                     where=scenario.where("expect", "counts", event_type),
                 )
             )
+
+
+def _tool_schemas(outcome: RunOutcome) -> dict[str, Any]:
+    """Each tool's argument schema as the model was sent it (for the hint that events carry
+    the arguments the model sent, not the schema's defaults)."""
+    return {spec.name: spec.parameters for r in outcome.recorded for spec in r.tool_specs}
 
 
 def _check_history(outcome: RunOutcome, out: list[Failure]) -> None:

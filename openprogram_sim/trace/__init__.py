@@ -15,23 +15,19 @@ within its exec); messages add ``role`` and ``text``, tool events ``tool_name``,
     ])
 
 Expected fields match by equality or with an operator (:data:`OPERATORS`: ``$regex``,
-``$contains``, ``$subset``, ``$in``, ``$json``, ``$any``).
+``$contains``, ``$subset``, ``$in``, ``$any``).
 """
 
 from openprogram_sim.trace._assert import assert_events, assert_no_events
+from openprogram_sim.trace._explain import diff_lines, render_entry, render_mismatch
 from openprogram_sim.trace._failure import Failure, render_failures
-from openprogram_sim.trace._match import (
-    EventMismatch,
-    event_matches,
-    match_events,
-    render_entry,
-    render_mismatch,
-)
+from openprogram_sim.trace._match import EventMismatch, event_matches, match_events
 from openprogram_sim.trace._matchers import (
     OPERATORS,
     REGEX_SECONDS,
     check_matcher,
     describe,
+    describe_pair,
     matches,
     show,
 )
@@ -50,6 +46,7 @@ from openprogram_sim.trace._paths import (
     differences,
     parse_path,
     path_text,
+    show_pair,
     show_value,
 )
 
@@ -68,6 +65,8 @@ __all__ = [
     "check_field_value",
     "check_matcher",
     "describe",
+    "describe_pair",
+    "diff_lines",
     "differences",
     "event_matches",
     "event_to_dict",
@@ -80,6 +79,7 @@ __all__ = [
     "render_failures",
     "render_mismatch",
     "show",
+    "show_pair",
     "show_value",
     "to_trace",
 ]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from openprogram_sim.trace._match import event_matches, match_events, render_entry, render_mismatch
+from openprogram_sim.trace._explain import render_entry, render_mismatch
+from openprogram_sim.trace._match import event_matches, match_events
 from openprogram_sim.trace._matchers import check_matcher, describe
 from openprogram_sim.trace._normalize import EVENT_FIELDS
 

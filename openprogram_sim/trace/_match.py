@@ -1,8 +1,9 @@
-"""Matching expected events against a trace, and rendering a mismatch people can read.
+"""Matching expected events against a trace.
 
 An expected event is ``{event_type: {field: matcher}}``; it matches a trace entry of that
 type whose every named field matches (see :mod:`openprogram_sim.trace._matchers`).
-Sequences match ``ordered`` (gaps allowed), ``exact`` or ``unordered``.
+Sequences match ``ordered`` (gaps allowed), ``exact`` or ``unordered``; a mismatch names the
+closest actual event, which :mod:`openprogram_sim.trace._explain` renders.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openprogram_sim.trace._matchers import describe, matches, show
+from openprogram_sim.trace._matchers import matches, unmatched
+from openprogram_sim.trace._paths import ABSENT
 
-__all__ = ["EventMismatch", "event_matches", "match_events", "render_entry", "render_mismatch"]
+__all__ = ["EventMismatch", "event_matches", "match_events"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class EventMismatch:
     """Why an event expectation failed: which expectation, and what the trace held."""
 
@@ -25,10 +27,16 @@ class EventMismatch:
     expected: dict[str, Any]
     """``{event_type: {field: matcher}}``."""
     position: int
-    """Trace index where the expected event should have been."""
+    """Trace index where the expected event should have been (``ordered``: the first after
+    the previous match; ``unordered``: 0, anywhere)."""
     candidate: int | None
-    """Trace index of the closest actual event of the same type, if any."""
+    """Trace index of the closest actual event of the same type, if any: the one with the
+    fewest differing fields (``ordered``: at or after :attr:`position` first)."""
     reason: str
+    mode: str = "ordered"
+    """How the sequence was matched: ``ordered``, ``exact`` or ``unordered``."""
+    previous: int | None = None
+    """``ordered``: the trace index the previous expectation matched (None for the first)."""
 
 
 def _split(expected: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -44,8 +52,10 @@ def event_matches(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> boo
     return all(name in actual and matches(want, actual[name]) for name, want in fields.items())
 
 
-def _misses(fields: Mapping[str, Any], actual: Mapping[str, Any]) -> int:
-    return sum(1 for n, w in fields.items() if n not in actual or not matches(w, actual[n]))
+def _misses(fields: Mapping[str, Any], actual: Mapping[str, Any]) -> tuple[int, int]:
+    """How many fields differ, then in how many places below them."""
+    places = [len(list(unmatched(w, actual.get(n, ABSENT)))) for n, w in fields.items()]
+    return sum(1 for p in places if p), sum(places)
 
 
 def _closest(expected: Mapping[str, Any], trace: list[dict[str, Any]], start: int) -> int | None:
@@ -54,6 +64,7 @@ def _closest(expected: Mapping[str, Any], trace: list[dict[str, Any]], start: in
     if not candidates:
         return None
     # events at or after where it should have been first, then fewer differing fields
+    # (fewer differing places below them), then the nearest
     return min(candidates, key=lambda i: (i < start, _misses(fields, trace[i]), abs(i - start)))
 
 
@@ -74,12 +85,32 @@ def match_events(
             (j for j in range(position, len(trace)) if event_matches(want, trace[j])), None
         )
         if found is None:
-            reason = "not found after the previous match"
-            if any(event_matches(want, e) for e in trace[:position]):
-                reason = "it matches only events before the previous match, out of order"
-            return EventMismatch(i, want, position, _closest(want, trace, position), reason)
+            return EventMismatch(
+                index=i,
+                expected=want,
+                position=position,
+                candidate=_closest(want, trace, position),
+                reason=_ordered_reason(want, trace, i, position),
+                previous=position - 1 if i else None,
+            )
         position = found + 1
     return None
+
+
+def _ordered_reason(
+    want: Mapping[str, Any], trace: list[dict[str, Any]], i: int, position: int
+) -> str:
+    """Why expectation ``i`` failed: nothing matches after ``position``, and what matches
+    before it (out of order), by trace index."""
+    earlier = [j for j in range(position) if event_matches(want, trace[j])]
+    if not earlier:
+        if not i:
+            return "not found in the trace"
+        return f"not found after #{position - 1}, the match of expected event {i}"
+    if earlier == [position - 1]:
+        return f"out of order: it matches only #{position - 1}, the match of expected event {i}"
+    shown = ", ".join(f"#{j}" for j in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
+    return f"out of order: it matches only events before the previous match ({shown})"
 
 
 def _match_exact(
@@ -87,17 +118,37 @@ def _match_exact(
 ) -> EventMismatch | None:
     for i, want in enumerate(expected):
         if i >= len(trace):
-            return EventMismatch(i, want, i, None, "the trace ended before this event")
+            return EventMismatch(
+                index=i,
+                expected=want,
+                position=i,
+                candidate=None,
+                reason="the trace ended before this event",
+                mode="exact",
+            )
         if not event_matches(want, trace[i]):
-            return EventMismatch(i, want, i, i, "the event at this position differs")
+            same_type = trace[i]["type"] == _split(want)[0]
+            return EventMismatch(
+                index=i,
+                expected=want,
+                position=i,
+                candidate=i if same_type else None,
+                reason="the event at this position differs"
+                if same_type
+                else f"the event at this position is a {trace[i]['type']}",
+                mode="exact",
+            )
     if len(trace) > len(expected):
         extra = trace[len(expected)]
         return EventMismatch(
-            len(expected),
-            {"(end of trace)": {}},
-            len(expected),
-            None,
-            f"the trace has {len(trace) - len(expected)} more event(s), first a {extra['type']}",
+            index=len(expected),
+            expected={"(end of trace)": {}},
+            position=len(expected),
+            candidate=None,
+            reason=(
+                f"the trace has {len(trace) - len(expected)} more event(s), first a {extra['type']}"
+            ),
+            mode="exact",
         )
     return None
 
@@ -111,84 +162,13 @@ def _match_unordered(
             (j for j in range(len(trace)) if j not in used and event_matches(want, trace[j])), None
         )
         if found is None:
-            return EventMismatch(i, want, 0, _closest(want, trace, 0), "no unused event matches")
+            return EventMismatch(
+                index=i,
+                expected=want,
+                position=0,
+                candidate=_closest(want, trace, 0),
+                reason="no unused event matches",
+                mode="unordered",
+            )
         used.add(found)
     return None
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def render_entry(entry: Mapping[str, Any]) -> str:
-    """One trace entry as a line a person can read: ``tool_execution_end search(...) -> ...``."""
-    t = entry["type"]
-    head = f"{t:<22} d{entry.get('depth', 0)} r{entry.get('round', 0)}"
-    if t.startswith("tool_execution"):
-        args = show(entry.get("args"))
-        text = f"{head} {entry.get('tool_name')}({_cut(args, 60)})"
-        if t == "tool_execution_end":
-            flag = "error" if entry.get("is_error") else "ok"
-            text += f" -> {flag}: {show(_cut(str(entry.get('result')), 60))}"
-        return text
-    if t.startswith("message"):
-        text = f"{head} {entry.get('role')}"
-        if entry.get("tool_calls"):
-            text += f" calls={show(entry['tool_calls'])}"
-        if entry.get("text"):
-            text += f" {show(_cut(entry['text'], 60))}"
-        if t == "message_end" and entry.get("role") == "assistant":
-            text += f" [{entry.get('stop_reason')}]"
-        return text
-    if t == "agent_end":
-        return f"{head} reason={entry.get('reason')}"
-    return head
-
-
-def _cut(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
-
-
-def render_mismatch(
-    mismatch: EventMismatch, trace: list[dict[str, Any]], *, total: int, context: int = 3
-) -> str:
-    """The first expectation that did not match, the events around where it should have
-    been, and a side-by-side of expected and actual fields."""
-    event_type, fields = _split(mismatch.expected)
-    want = ", ".join(f"{k}: {describe(v)}" for k, v in fields.items())
-    lines = [
-        f"expected event {mismatch.index + 1} of {total} did not match: {mismatch.reason}",
-        f"  {event_type} {{{want}}}",
-        f"trace around where it should have been (at #{mismatch.position}):",
-    ]
-    lo = max(0, mismatch.position - context)
-    hi = min(len(trace), mismatch.position + context + 1)
-    for i in range(lo, hi):
-        marker = ">" if i == mismatch.position else " "
-        lines.append(f"  {marker} #{i:<3} {render_entry(trace[i])}")
-    if not trace[lo:hi]:
-        lines.append("    (no events there: the trace has ended)")
-    if mismatch.candidate is not None:
-        actual = trace[mismatch.candidate]
-        lines.append(f"closest actual {event_type}: #{mismatch.candidate}")
-        lines.extend(_side_by_side(fields, actual))
-    return "\n".join(lines)
-
-
-def _side_by_side(fields: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
-    rows = [("field", "expected", "actual", "")]
-    for name, want in fields.items():
-        have = actual.get(name, "(absent)")
-        ok = name in actual and matches(want, have)
-        rows.append(
-            (
-                name,
-                _cut(describe(want), 40),
-                _cut(show(have), 40),
-                "" if ok else "<- differs",
-            )
-        )
-    widths = [max(len(r[c]) for r in rows) for c in range(3)]
-    return [
-        ("  " + "  ".join(r[c].ljust(widths[c]) for c in range(3)) + "  " + r[3]).rstrip()
-        for r in rows
-    ]

@@ -7,7 +7,6 @@ is an operator mapping:
 ``{$contains: "disk"}``    the text contains the substring (or a list contains the item)
 ``{$subset: {q: a}}``      every key given is present and matches (dicts, recursively)
 ``{$in: [a, b]}``          the actual value is one of these
-``{$json: true}``          the text is one JSON value (``false``: it is not)
 ``{$any: true}``           anything, as long as the field is present
 
 Operators are checked when a scenario is loaded (a bad regex is an error there, not at run
@@ -19,20 +18,36 @@ time limit (:data:`REGEX_SECONDS`): a pattern that backtracks catastrophically, 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import regex
 
 from openprogram_sim.errors import MatchTimeoutError
+from openprogram_sim.trace._paths import ABSENT, show_pair, show_value
 
-__all__ = ["OPERATORS", "REGEX_SECONDS", "check_matcher", "describe", "matches", "show"]
+__all__ = [
+    "LINE_WIDTH",
+    "OPERATORS",
+    "REGEX_SECONDS",
+    "Unmatched",
+    "check_matcher",
+    "describe",
+    "describe_pair",
+    "matches",
+    "show",
+    "unmatched",
+]
 
-OPERATORS = ("$regex", "$contains", "$subset", "$in", "$json", "$any")
+OPERATORS = ("$regex", "$contains", "$subset", "$in", "$any")
 
 REGEX_SECONDS = 0.25
 """The longest one ``$regex`` may take against one value."""
+
+LINE_WIDTH = 120
+"""The most characters a value takes in a one-line diff (``expected …, actual …``)."""
 
 
 @lru_cache(maxsize=1024)
@@ -54,19 +69,6 @@ def _search(pattern: str, text: str) -> bool:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-
-
-def _is_json(value: Any) -> bool:
-    """Whether ``value`` is one JSON value: text that parses as one (``NaN`` and
-    ``Infinity`` count, as Python writes them), or data JSON can encode."""
-    try:
-        if isinstance(value, str):
-            json.loads(value)
-        else:
-            json.dumps(value)
-    except (ValueError, TypeError, RecursionError):
-        return False
-    return True
 
 
 def _operator(expected: Any) -> tuple[str, Any] | None:
@@ -101,8 +103,6 @@ def matches(expected: Any, actual: Any) -> bool:
         )
     if name == "$in":
         return any(matches(option, actual) for option in arg)
-    if name == "$json":
-        return actual is not None and _is_json(actual) == arg
     return True  # $any
 
 
@@ -135,8 +135,6 @@ def _check_argument(name: str, arg: Any) -> str | None:
         return f"$subset needs a mapping, got {arg!r}"
     if name == "$in" and not isinstance(arg, list):
         return f"$in needs a list of values, got {arg!r}"
-    if name == "$json" and not isinstance(arg, bool):
-        return f"$json takes true (the text is JSON) or false (it is not), got {arg!r}"
     return None
 
 
@@ -147,11 +145,70 @@ def show(value: Any) -> str:
 
 
 def describe(expected: Any) -> str:
-    """A short rendering of an expected value for diffs (an operator as ``regex "^a"``,
-    ``{$json: false}`` as ``not JSON``)."""
+    """A short rendering of an expected value for diffs (an operator as ``regex "^a"``)."""
     op = _operator(expected)
-    if op is not None and op[0] == "$json" and isinstance(op[1], bool):
-        return "JSON" if op[1] else "not JSON"
     if op is not None:
         return f"{op[0][1:]} {show(op[1])}"
     return show(expected)
+
+
+@dataclass(frozen=True, slots=True)
+class Unmatched:
+    """One place where an actual value fails its expected one: ``args.body`` or
+    ``tool_calls[2]``, as the path below the value compared."""
+
+    path: tuple[str | int, ...]
+    expected: Any
+    """The matcher there, or ``ABSENT`` (of :mod:`openprogram_sim.trace._paths`): the actual
+    mapping has a key the expected one does not name."""
+    actual: Any
+    """The value there, or ``ABSENT``: the key or the field is missing."""
+
+
+def unmatched(expected: Any, actual: Any, path: tuple[str | int, ...] = ()) -> Iterator[Unmatched]:
+    """Where ``actual`` fails ``expected``, down to the differing key: the same rules as
+    :func:`matches` (a mapping names every key unless it is a ``$subset``; lists of the same
+    length item by item). Lists of different lengths, operators and values of different
+    kinds differ as a whole. Nothing when ``actual`` matches."""
+    if actual is ABSENT:
+        yield Unmatched(path, expected, actual)
+        return
+    if matches(expected, actual):
+        return
+    op = _operator(expected)
+    if op is not None and op[0] == "$subset" and isinstance(actual, Mapping):
+        yield from _keys(op[1], actual, path, every=False)
+    elif op is None and isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        yield from _keys(expected, actual, path, every=True)
+    elif (
+        op is None
+        and isinstance(expected, list)
+        and isinstance(actual, list)
+        and len(expected) == len(actual)
+    ):
+        for i, (want, have) in enumerate(zip(expected, actual, strict=True)):
+            yield from unmatched(want, have, (*path, i))
+    else:
+        yield Unmatched(path, expected, actual)
+
+
+def _keys(
+    expected: Mapping[Any, Any], actual: Mapping[Any, Any], path: tuple[str | int, ...], *,
+    every: bool,
+) -> Iterator[Unmatched]:  # fmt: skip
+    for key, want in expected.items():
+        yield from unmatched(want, actual.get(key, ABSENT), (*path, str(key)))
+    if every:
+        for key in actual:
+            if key not in expected:
+                yield Unmatched((*path, str(key)), ABSENT, actual[key])
+
+
+def describe_pair(expected: Any, actual: Any, width: int = LINE_WIDTH) -> tuple[str, str]:
+    """An expected matcher and the actual value side by side, each in at most ``width``
+    characters; two plain values cut around where they differ (see
+    :func:`~openprogram_sim.trace.show_pair`), an operator shown as :func:`describe` does."""
+    if expected is not ABSENT and _operator(expected) is not None:
+        text = describe(expected)
+        return text if len(text) <= width else text[: width - 1] + "…", show_value(actual, width)
+    return show_pair(expected, actual, width)

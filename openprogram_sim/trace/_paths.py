@@ -16,16 +16,31 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "ABSENT",
     "Difference",
     "IgnoreList",
     "differences",
     "parse_path",
     "path_text",
+    "show_pair",
     "show_value",
 ]
 
 _SEGMENT = re.compile(r"\.([A-Za-z_][\w-]*|\*)|\[(\d+|\*)\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
-_MISSING: Any = object()
+
+
+class _Absent:
+    """The value on the side of a difference where the key or index is missing."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+"""What a :class:`Difference` holds on the side where the key or index is missing (shown
+as ``(absent)``)."""
 
 
 def parse_path(pattern: str) -> tuple[str | int, ...]:
@@ -84,7 +99,7 @@ class IgnoreList:
 def _without(value: Any, path: tuple[str | int, ...]) -> Any:
     """``value`` without what ``path`` names (copies only along the way)."""
     if not path:
-        return _MISSING
+        return ABSENT
     head, rest = path[0], path[1:]
     if isinstance(value, dict):
         keys = list(value) if head == "*" else [head] if head in value else []
@@ -93,7 +108,7 @@ def _without(value: Any, path: tuple[str | int, ...]) -> Any:
         out = dict(value)
         for key in keys:
             sub = _without(out[key], rest)
-            if sub is _MISSING:
+            if sub is ABSENT:
                 del out[key]
             else:
                 out[key] = sub
@@ -101,11 +116,11 @@ def _without(value: Any, path: tuple[str | int, ...]) -> Any:
     if isinstance(value, list):
         if head == "*":
             items = [_without(v, rest) for v in value]
-            return [v for v in items if v is not _MISSING]
+            return [v for v in items if v is not ABSENT]
         if isinstance(head, int) and 0 <= head < len(value):
             out_list = list(value)
             sub = _without(out_list[head], rest)
-            out_list[head] = None if sub is _MISSING else sub  # keep later indexes in place
+            out_list[head] = None if sub is ABSENT else sub  # keep later indexes in place
             return out_list
     return value
 
@@ -144,16 +159,16 @@ def _same(a: Any, b: Any) -> bool:
 def _walk(a: Any, b: Any, path: tuple[str | int, ...]) -> Iterator[Difference]:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in list(a) + [k for k in b if k not in a]:
-            va, vb = a.get(key, _MISSING), b.get(key, _MISSING)
-            if va is _MISSING or vb is _MISSING:
+            va, vb = a.get(key, ABSENT), b.get(key, ABSENT)
+            if va is ABSENT or vb is ABSENT:
                 yield Difference(path_text((*path, key)), va, vb)
             elif not _same(va, vb):
                 yield from _walk(va, vb, (*path, key))
     elif isinstance(a, list) and isinstance(b, list):
         for i in range(max(len(a), len(b))):
-            va = a[i] if i < len(a) else _MISSING
-            vb = b[i] if i < len(b) else _MISSING
-            if va is _MISSING or vb is _MISSING:
+            va = a[i] if i < len(a) else ABSENT
+            vb = b[i] if i < len(b) else ABSENT
+            if va is ABSENT or vb is ABSENT:
                 yield Difference(path_text((*path, i)), va, vb)
             elif not _same(va, vb):
                 yield from _walk(va, vb, (*path, i))
@@ -161,12 +176,41 @@ def _walk(a: Any, b: Any, path: tuple[str | int, ...]) -> Iterator[Difference]:
         yield Difference(path_text(path), a, b)
 
 
-def show_value(value: Any, width: int = 60) -> str:
-    """A value as the mismatch message shows it (JSON, cut to ``width`` characters)."""
-    if value is _MISSING:
+def _text(value: Any) -> str:
+    if value is ABSENT:
         return "(absent)"
     if isinstance(value, bytes):
-        text = repr(value)
-    else:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= width else text[: width - 1] + "…"
+        return repr(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def show_value(value: Any, width: int = 60) -> str:
+    """A value as the mismatch message shows it (JSON, cut to ``width`` characters)."""
+    return _around(_text(value), 0, width)
+
+
+def show_pair(expected: Any, actual: Any, width: int = 60) -> tuple[str, str]:
+    """Two values as a diff shows them side by side, as JSON: each whole when it fits in
+    ``width`` characters; a longer one cut to the part around where the two texts first
+    differ, so the difference shows on both sides (``…the post office`` beside ``…the
+    bakery``), never two copies of a common prefix."""
+    a, b = _text(expected), _text(actual)
+    if expected is ABSENT or actual is ABSENT or a == b:
+        return _around(a, 0, width), _around(b, 0, width)
+    at = min(len(a), len(b))  # where the two texts first differ
+    at = next((i for i in range(at) if a[i] != b[i]), at)
+    return _around(a, at, width), _around(b, at, width)
+
+
+def _around(text: str, at: int, width: int) -> str:
+    """``text`` in at most ``width`` characters from a third of the width before position
+    ``at`` (the same start for both sides of a pair, so that what differs stays in view);
+    ``…`` marks each cut."""
+    if len(text) <= width:
+        return text
+    start = at - min(at, width // 3)
+    head = "…" if start else ""
+    end = start + width - len(head)
+    if end >= len(text):
+        return head + text[start:]
+    return head + text[start : end - 1] + "…"

@@ -217,11 +217,48 @@ def test_a_diffs_numbers_are_on_the_timeline_and_lead_to_it(browser: Any, report
     _click(browser, links[-1])
     assert broken.find_elements(By.CSS_SELECTOR, ".timeline .hit") == [item]
     assert "hit" in line.get_attribute("class").split()
-    # "at #8", a message_start, which the report leaves out: the call before it (q="a")
-    assert re.search(r"\(at #8\):\n.*\n.*\n.*\n +> #8 +message_start", diff), diff
+    # the trace shown starts at the previous match, #7; #8 is a message_start, which the
+    # report leaves out: its link leads to the call before it (q="a")
+    assert re.search(
+        r"\(expected after #7\):\n +#7 +tool_execution_end .*\n +#8 +message_start", diff
+    )
     _click(browser, next(a for a in links if a.text == "#8"))
     (hit,) = broken.find_elements(By.CSS_SELECTOR, ".timeline .hit")
     assert hit.find_element(By.CSS_SELECTOR, ".call").text == 'search(q="a")'
+    assert _errors(browser) == []
+
+
+def test_a_nested_diff_reads_in_the_report_as_the_cli_prints_it(
+    browser: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    root = Path(__file__).resolve().parents[2]
+    scenario = tmp_path / "notes_broken.yaml"
+    scenario.write_text((root / "tests/sim/data/notes_broken.yaml").read_text())
+    report = tmp_path / "report.html"
+    assert cli_main(["run", str(scenario), "--report", str(report)]) == 1
+    printed = capsys.readouterr().out.replace(f"{tmp_path}/", "")
+    cli_text = printed[printed.index("- events") : printed.index("\n\n", printed.index("- events"))]
+    browser.get(report.as_uri())
+    row = _open(
+        browser, browser.find_element(By.CSS_SELECTOR, "details.test").get_attribute("data-id")
+    )
+    failure = row.find_element(By.CSS_SELECTOR, "pre.failure")
+    shown = failure.text.replace(f"{tmp_path}/", "")
+    assert shown == cli_text
+    for line in (
+        'args.body      "buy stamps"  "buy stamps at the post office"  <- differs',
+        'args.priority  "normal"      (absent)                         <- differs',
+        "hint: the actual args also has tags, which the expected mapping does not name (a mapping",
+        "hint: the call has no args.priority (add_note's schema defaults it to",
+    ):
+        assert line in shown, (line, shown)
+    # the closest event's number leads to its call on the timeline
+    link = next(a for a in failure.find_elements(By.CSS_SELECTOR, "a.at-link") if a.text == "#6")
+    _click(browser, link)
+    (hit,) = row.find_elements(By.CSS_SELECTOR, ".timeline .hit")
+    assert hit.find_element(By.CSS_SELECTOR, ".call").text.startswith("add_note(")
     assert _errors(browser) == []
 
 

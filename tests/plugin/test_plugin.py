@@ -37,8 +37,8 @@ def test_a_failure_shows_the_trace_diff_and_no_internal_traceback(
             "scenario failed: steering skips the remaining calls (broken on purpose)",
             "  file: scenarios/steering/broken.yaml",
             "- events (ordered) did not match",
-            "  expected event 2 of 3 did not match: it matches only events before the "
-            "previous match, out of order",
+            "  expected event 2 of 3 did not match: out of order: it matches only #7, the match "
+            "of expected event 1",
             "  closest actual tool_execution_end: #11",
             "    is_error   false        true  * <- differs",
         ]
@@ -228,7 +228,7 @@ def test_python_tests_using_the_fixtures_appear_in_the_report(
     result.stdout.fnmatch_lines(
         [
             "E * AssertionError: events (ordered) did not match",
-            "E *  expected event 1 of 1 did not match: not found after the previous match",
+            "E *  expected event 1 of 1 did not match: not found in the trace",
         ]
     )
     report = parse_report((pytester.path / "r.html").read_text(encoding="utf-8"))

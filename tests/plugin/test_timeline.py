@@ -492,7 +492,8 @@ def test_the_numbers_a_failures_diff_names_are_on_the_timeline() -> None:
     (run,) = record["runs"]
     kept = dict(zip(run["numbers"], run["trace"], strict=True))
     lines = re.findall(r"#(\d+) +(\w+) +d(\d+) r(\d+)", record["failure"])
-    assert len(lines) == 7, record["failure"]
+    # the previous match, then the closest actual event and three each side
+    assert len(lines) == 8, record["failure"]
     for number, type_, depth, round_ in lines:
         if type_ in NOT_DRAWN:
             assert int(number) not in kept

@@ -89,11 +89,11 @@ expect:
     assert failure.title == "events (ordered) did not match"
     lines = failure.detail.splitlines()
     assert lines[0] == (
-        "expected event 2 of 2 did not match: it matches only events before the previous "
-        "match, out of order"
+        "expected event 2 of 2 did not match: out of order: it matches only events before "
+        "the previous match (#7)"
     )
     assert lines[1] == '  tool_execution_end {tool_name: "search", result: "first hit"}'
-    assert "  > #" in failure.detail  # the marker where it should have been
+    assert "  > #" in failure.detail  # the marker on the closest actual event
     assert lines[-3:] == [
         "  field      expected     actual",
         '  tool_name  "search"     "search"',
@@ -114,7 +114,7 @@ def test_exact_mode_pins_the_whole_sequence() -> None:
     mismatch = match_events(wrong, trace, "exact")
     assert mismatch is not None and (mismatch.index, mismatch.reason) == (
         3,
-        "the event at this position differs",
+        f"the event at this position is a {trace[3]['type']}",
     )
     assert match_events([*exact, {"agent_end": {}}], trace, "exact").reason == (  # type: ignore[union-attr]
         "the trace ended before this event"
