@@ -84,15 +84,16 @@ def _check_engine() -> None:
     except (ImportError, ValueError):  # ValueError: a module in sys.modules without a spec
         spec = None
     origin = spec.origin if spec is not None else None
-    if origin is not None and not origin.endswith(".py"):
-        return  # no source to read (neither project ships that way): let the import decide
-    if origin is not None:
+    if spec is not None and origin is not None:
+        # the loader reads the source wherever it is (a folder, a zip), as the import would
+        get_data = getattr(spec.loader, "get_data", None)
+        if get_data is None or not origin.endswith(".py"):
+            return  # no source to read (neither project ships that way): let the import decide
         try:
-            with open(origin, "rb") as file:
-                if _ENGINE_MARKER in file.read():
-                    return
+            if _ENGINE_MARKER in get_data(origin):
+                return
         except OSError:
-            pass
+            return
     places = list(spec.submodule_search_locations or []) if spec is not None else []
     where = _os.path.dirname(origin) if origin is not None else (places[0] if places else None)
     raise ImportError(_foreign_engine_message(where), name="openprogram", path=origin)

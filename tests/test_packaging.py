@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,18 @@ def test_the_pytest_plugin_names_the_other_project(tmp_path: Path) -> None:
 def test_our_own_engine_passes_the_guard_without_being_imported(tmp_path: Path) -> None:
     code = "import sys, openprogram_sim; assert 'openprogram' not in sys.modules"
     result = _run([sys.executable, "-c", code], tmp_path, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_zipped_copy_of_both_packages_passes_the_guard(tmp_path: Path) -> None:
+    # the engine's source is read through its loader, so a zip (zipapp, pex) is no false alarm
+    archive = tmp_path / "app.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for package in ("openprogram", "openprogram_sim"):
+            for path in (ROOT / package).rglob("*.py"):
+                zipped.write(path, path.relative_to(ROOT).as_posix())
+    code = "import openprogram_sim; assert openprogram_sim.__file__.startswith(sys.argv[1])"
+    result = _run([sys.executable, "-c", f"import sys; {code}", str(archive)], archive, tmp_path)
     assert result.returncode == 0, result.stderr
 
 

@@ -14,8 +14,8 @@ __all__ = ["json_schema"]
 
 _MATCHER = {
     "type": "object",
-    "description": "A matcher: {$regex: ...}, {$contains: ...}, {$subset: {...}}, {$in: [...]}"
-    " or {$any: true}.",
+    "description": "A matcher: {$regex: ...}, {$contains: ...}, {$subset: {...}}, {$in: [...]},"
+    " {$json: true|false} or {$any: true}.",
     "minProperties": 1,
     "maxProperties": 1,
     "additionalProperties": False,
@@ -24,6 +24,7 @@ _MATCHER = {
         "$contains": {},
         "$subset": {"type": "object"},
         "$in": {"type": "array"},
+        "$json": {"type": "boolean"},
         "$any": {"const": True},
     },
 }

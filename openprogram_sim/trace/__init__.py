@@ -15,7 +15,7 @@ within its exec); messages add ``role`` and ``text``, tool events ``tool_name``,
     ])
 
 Expected fields match by equality or with an operator (:data:`OPERATORS`: ``$regex``,
-``$contains``, ``$subset``, ``$in``, ``$any``).
+``$contains``, ``$subset``, ``$in``, ``$json``, ``$any``).
 """
 
 from openprogram_sim.trace._assert import assert_events, assert_no_events

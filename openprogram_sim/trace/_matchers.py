@@ -7,6 +7,7 @@ is an operator mapping:
 ``{$contains: "disk"}``    the text contains the substring (or a list contains the item)
 ``{$subset: {q: a}}``      every key given is present and matches (dicts, recursively)
 ``{$in: [a, b]}``          the actual value is one of these
+``{$json: true}``          the text is one JSON value (``false``: it is not)
 ``{$any: true}``           anything, as long as the field is present
 
 Operators are checked when a scenario is loaded (a bad regex is an error there, not at run
@@ -41,7 +42,7 @@ __all__ = [
     "unmatched",
 ]
 
-OPERATORS = ("$regex", "$contains", "$subset", "$in", "$any")
+OPERATORS = ("$regex", "$contains", "$subset", "$in", "$json", "$any")
 
 REGEX_SECONDS = 0.25
 """The longest one ``$regex`` may take against one value."""
@@ -69,6 +70,19 @@ def _search(pattern: str, text: str) -> bool:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _is_json(value: Any) -> bool:
+    """Whether ``value`` is one JSON value: text that parses as one (``NaN`` and
+    ``Infinity`` count, as Python writes them), or data JSON can encode."""
+    try:
+        if isinstance(value, str):
+            json.loads(value)
+        else:
+            json.dumps(value)
+    except (ValueError, TypeError, RecursionError):
+        return False
+    return True
 
 
 def _operator(expected: Any) -> tuple[str, Any] | None:
@@ -103,6 +117,8 @@ def matches(expected: Any, actual: Any) -> bool:
         )
     if name == "$in":
         return any(matches(option, actual) for option in arg)
+    if name == "$json":
+        return actual is not None and _is_json(actual) == arg
     return True  # $any
 
 
@@ -135,6 +151,8 @@ def _check_argument(name: str, arg: Any) -> str | None:
         return f"$subset needs a mapping, got {arg!r}"
     if name == "$in" and not isinstance(arg, list):
         return f"$in needs a list of values, got {arg!r}"
+    if name == "$json" and not isinstance(arg, bool):
+        return f"$json takes true (the text is JSON) or false (it is not), got {arg!r}"
     return None
 
 
@@ -145,8 +163,11 @@ def show(value: Any) -> str:
 
 
 def describe(expected: Any) -> str:
-    """A short rendering of an expected value for diffs (an operator as ``regex "^a"``)."""
+    """A short rendering of an expected value for diffs (an operator as ``regex "^a"``,
+    ``{$json: false}`` as ``not JSON``)."""
     op = _operator(expected)
+    if op is not None and op[0] == "$json" and isinstance(op[1], bool):
+        return "JSON" if op[1] else "not JSON"
     if op is not None:
         return f"{op[0][1:]} {show(op[1])}"
     return show(expected)

@@ -115,7 +115,7 @@ def test_unknown_matcher_operator() -> None:
     text = GOOD.replace('result: "Found."', 'result: {$regexp: "Fo+"}')
     assert errors_of(text) == [
         "case.yaml:13: (expect.result) unknown matcher '$regexp'; use one of $regex, $contains, "
-        "$subset, $in, $any"
+        "$subset, $in, $json, $any"
     ]
 
 

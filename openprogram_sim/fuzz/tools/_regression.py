@@ -20,19 +20,11 @@ from openprogram_sim.play import GRACE_SECONDS
 
 __all__ = ["FIXED_RESULT", "NOT_JSON", "contract_document", "fixed_variant"]
 
-NOT_JSON = (
-    r"(?(DEFINE)(?<v>(?&o)|(?&a)|(?&s)|(?&n)|true|false|null|NaN|-?Infinity)"
-    r"(?<o>\{\s*+(?:(?&s)\s*+:\s*+(?&v)\s*+(?:,\s*+(?&s)\s*+:\s*+(?&v)\s*+)*+)?+\})"
-    r"(?<a>\[\s*+(?:(?&v)\s*+(?:,\s*+(?&v)\s*+)*+)?+\])"
-    r'(?<s>"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+")'
-    r"(?<n>-?+(?:0|[1-9]\d*+)(?:\.\d++)?+(?:[eE][+-]?+\d++)?+))"
-    r"\A(?!\s*+(?&v)\s*+\Z)"
-)
-"""A ``$regex`` that matches text which is not one JSON value (the JSON grammar, by the
-``regex`` engine's recursion; ``NaN``/``Infinity`` count as JSON, as Python writes them).
-The scenario format has no key for "this result is JSON" (the trace keeps a result as the
-text the model was sent), so a regression file for a result JSON cannot encode says: this
-call's successful result is not text that fails this pattern."""
+NOT_JSON = {"$json": False}
+"""The matcher of a result that is not one JSON value (``NaN``/``Infinity`` count as JSON, as
+Python writes them). The trace keeps a result as the text the model was sent, so a
+regression file for a result JSON cannot encode lists, under ``not_events``, this call's
+successful result with this matcher, which a failure shows as written."""
 
 _BROKE = {
     "not_json": "returns a value JSON cannot encode",
@@ -47,7 +39,7 @@ FIXED_RESULT = {"fixed": True}
 
 _NOTES = {
     "not_json": (
-        " The $regex matches text that is not one JSON value (the JSON grammar); text is not "
+        " `{$json: false}` matches a result that is not one JSON value; plain text is not "
         "JSON, so a fix that makes this call return text rather than data fails it too."
     ),
     "blocked": (
@@ -114,7 +106,7 @@ def contract_document(
         "events": [{"tool_execution_end": end}, {"agent_end": {"depth": 0, "reason": "stop"}}],
     }
     if breach.kind == "not_json":
-        result = {"$regex": NOT_JSON}
+        result = dict(NOT_JSON)
         expect["not_events"] = [
             {"tool_execution_end": {"tool_call_id": "call_1", "is_error": False, "result": result}}
         ]
