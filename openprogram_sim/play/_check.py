@@ -1,8 +1,9 @@
 """A scenario's verdict: its outcome checked against every ``expect:`` key.
 
 Each failed check is a :class:`Failure` with a title and a readable detail (for events:
-the first expectation that did not match, the trace around where it should have been,
-and a side-by-side of expected and actual fields).
+the first expectation that did not match, the trace around the closest actual event, and
+its fields beside the expected ones down to the differing key, with hints; see
+:mod:`openprogram_sim.trace._explain`).
 """
 
 from __future__ import annotations
