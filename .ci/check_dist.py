@@ -83,6 +83,8 @@ def check_wheel(wheel: Path) -> None:
     ):
         if line not in entry_points:
             problems.append(f"entry_points.txt lacks {line!r}")
+    if f"{info}/licenses/LICENSE" not in names:
+        problems.append("the wheel lacks the LICENSE file (license = MIT in pyproject)")
     if MARKER not in engine:
         problems.append(f"openprogram/__init__.py lacks {MARKER!r} (the import guard reads it)")
     if problems:
