@@ -183,6 +183,13 @@ class RunCoverage:
         starters = suggest(coverage.missing, scenarios)
         if not starters:
             print("\nevery behaviour of the catalogue is exercised: nothing to suggest", file=out)
+        else:
+            print(
+                "\n# each starter's $schema line expects the JSON Schema at "
+                "schema/scenario.schema.json beside scenarios/ (write it with "
+                "`openprogram-sim schema > schema/scenario.schema.json`)",
+                file=out,
+            )
         for id, text in starters:
             print(f"\n# ---- starter for {id} (save it as e.g. scenarios/{id}.yaml) ----", file=out)
             out.write(text)

@@ -65,7 +65,9 @@ def starter_document(id: str, tools: Sequence[SuiteTool] = ()) -> dict[str, Any]
     return document
 
 
-def starter_text(document: dict[str, Any], schema_ref: str = "schema/scenario.schema.json") -> str:
+def starter_text(
+    document: dict[str, Any], schema_ref: str = "../schema/scenario.schema.json"
+) -> str:
     """The document as a scenario file: the editor's schema line, then the YAML the fuzz
     regression writer makes."""
     try:

@@ -76,8 +76,9 @@ def test_suggested_starters_close_the_gaps_when_saved(tmp_path: Path) -> None:
     table = json.loads(run("scenarios/basics", "--coverage", "--json").stdout)["behaviours"]
     missing = [id for id, entry in table.items() if not entry["exercised"]]
     assert sorted(found) == sorted(missing)
+    assert "`openprogram-sim schema > schema/scenario.schema.json`" in result.stdout
     for id, text in found.items():
-        assert text.startswith("# yaml-language-server: $schema=")
+        assert text.startswith("# yaml-language-server: $schema=../schema/scenario.schema.json\n")
         doc = yaml.safe_load(text)
         assert doc["description"].startswith(("Seed: ", "DESIGN: "))
         (tmp_path / f"{id}.yaml").write_text(text)

@@ -62,7 +62,8 @@ def test_starters_use_the_suites_own_tools_and_arguments() -> None:
 def test_the_text_is_the_fuzz_writers_with_the_schema_line() -> None:
     ((_, text),) = suggest(["steering_skip"], _suite(ROOT / "scenarios" / "steering"))
     first, rest = text.split("\n", 1)
-    assert first == "# yaml-language-server: $schema=schema/scenario.schema.json"
+    # saved as scenarios/<id>.yaml, the schema beside scenarios/ (where init writes it)
+    assert first == "# yaml-language-server: $schema=../schema/scenario.schema.json"
     from openprogram_sim.fuzz._regression import regression_text
 
     assert rest == regression_text(yaml.safe_load(rest))
