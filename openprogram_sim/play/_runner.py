@@ -29,6 +29,7 @@ from openprogram_sim.play._deadline import (
     LoopBlockedError,
     blocked_by,
 )
+from openprogram_sim.play._hooks import HookFailure, Hooks
 from openprogram_sim.scenario import Scenario, scenario_env
 from openprogram_sim.trace import TraceRecorder
 
@@ -77,10 +78,19 @@ class RunOutcome:
     """When the deadline had to interrupt code that blocked the event loop (see
     :func:`run_scenario`): what was running then, e.g. ``"tool 'fetch'"``."""
     extras: dict[str, Any] = field(default_factory=dict)
+    hook_failures: list[HookFailure] = field(default_factory=list)
+    """What of the scenario's ``setup:``/``teardown:`` failed (or ``fixtures:`` without
+    pytest); a setup that failed means the run never started."""
     final_messages: list[AnyMessage] = field(default_factory=list)
     """The outer exec's history when the run ended: the messages the model would see next
     (see :attr:`history`)."""
     _requests: _Requests | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def started(self) -> bool:
+        """Whether the run started: False when its setup failed (or it names pytest fixtures
+        and runs without pytest)."""
+        return all(f.phase == "teardown" for f in self.hook_failures)
 
     @property
     def history(self) -> list[dict[str, Any]]:
@@ -235,7 +245,12 @@ def _build_runtime(
     return runtime, build, recorder, injections
 
 
-async def arun_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:
+async def arun_scenario(
+    scenario: Scenario,
+    provider: Provider | None = None,
+    *,
+    fixtures: dict[str, Any] | None = None,
+) -> RunOutcome:
     """Run ``scenario`` once in the running event loop.
 
     ``provider`` is the model: ``None`` plays the scenario's ``model:`` turns on a
@@ -243,11 +258,16 @@ async def arun_scenario(scenario: Scenario, provider: Provider | None = None) ->
     simulator, a cassette, your own) runs the same tools, exec, steering and follow-ups,
     and its requests are recorded for ``expect.requests``.
 
+    ``fixtures`` are the values of the scenario's ``fixtures:``, which pytest provides (the
+    plugin's items pass them); without them a scenario that names fixtures fails. The
+    scenario's ``setup:`` runs before the exec and its ``teardown:`` after it, within the
+    time limit.
+
     The scenario's ``timeout:`` is kept by this loop alone (the run is aborted, then
     cancelled): a tool that blocks the loop holds the run, and the caller, past it. The
     loop is the caller's, so no signal is used here; :func:`run_scenario` adds one.
     """
-    play = _Play(scenario, provider)
+    play = _Play(scenario, provider, fixtures)
     with scenario_env(scenario.env):
         return await play.run()
 
@@ -261,10 +281,13 @@ class _Play:
     """One run's pieces, built before it starts, so that a run the deadline interrupted
     still has its outcome."""
 
-    def __init__(self, scenario: Scenario, provider: Provider | None) -> None:
+    def __init__(
+        self, scenario: Scenario, provider: Provider | None, fixtures: dict[str, Any] | None
+    ) -> None:
         if provider is None:
             provider = _scenario_model(scenario)
         self.scenario = scenario
+        self.hooks = Hooks(scenario, fixtures)
         self.provider = provider
         self.observed: ScriptedModel | RecordingProvider = (
             provider if isinstance(provider, ScriptedModel) else RecordingProvider(provider)
@@ -277,6 +300,17 @@ class _Play:
         self.start = time.perf_counter()
 
     async def run(self, deadline: Deadline | None = None) -> RunOutcome:
+        """The run, between the scenario's setup and teardown (see :mod:`._hooks`)."""
+        if not self.hooks.active:
+            return await self._play(deadline)
+        if not await self.hooks.setup():
+            return self.outcome()
+        try:
+            return await self._play(deadline)
+        finally:
+            await self.hooks.teardown()  # its failures join the outcome's (the same list)
+
+    async def _play(self, deadline: Deadline | None) -> RunOutcome:
         scenario, runtime = self.scenario, self.runtime
         run = asyncio.ensure_future(entry(scenario, runtime, self.build))
         timed_out: int | None = None
@@ -347,6 +381,7 @@ class _Play:
             timed_out=timed_out,
             blocked=blocked,
             final_messages=self.build.history.final(self.build.given_history, requests),
+            hook_failures=self.hooks.failures,
         )
 
 
@@ -367,7 +402,12 @@ def _loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOutcome:
+def run_scenario(
+    scenario: Scenario,
+    provider: Provider | None = None,
+    *,
+    fixtures: dict[str, Any] | None = None,
+) -> RunOutcome:
     """Run ``scenario`` once, synchronously (see :func:`arun_scenario`); inside a running
     event loop, await :func:`arun_scenario` instead.
 
@@ -388,7 +428,7 @@ def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOut
             "use `await arun_scenario(scenario)` there"
         )
     loop = _loop()
-    play = _Play(scenario, provider)
+    play = _Play(scenario, provider, fixtures)
     with scenario_env(scenario.env):
         deadline = None
         if _may_block(scenario, provider):
@@ -407,10 +447,13 @@ def run_scenario(scenario: Scenario, provider: Provider | None = None) -> RunOut
 
 def _may_block(scenario: Scenario, provider: Provider | None) -> bool:
     """Whether the run executes code of the user's, which may block the event loop: a
-    ``python:`` tool, a ``registry:``, a ``call:`` entry point, or a provider passed in.
+    ``python:`` tool, a ``registry:``, a ``call:`` entry point, ``setup:``/``teardown:``, or
+    a provider passed in.
     The harness's own simulated tools and scripted model never block it, so a run of only
     those needs no SIGALRM timer (arming and disarming one costs about 10 µs a run)."""
     if provider is not None or scenario.registry is not None or scenario.call is not None:
+        return True
+    if scenario.setup or scenario.teardown:
         return True
     return any(tool.python is not None for tool in scenario.tools.values())
 

@@ -130,13 +130,57 @@ class ScenarioItem(pytest.Item):
         self.verdict: Verdict | None = None
         # the title is a keyword too, so -k matches any word of it
         self.extra_keyword_matches.add(scenario.scenario)
+        self.wanted = list(scenario.fixtures)
+        self._request_fixtures()
+
+    def _request_fixtures(self) -> None:
+        """Request the scenario's ``fixtures:`` as a test requests them (and the autouse
+        ones in scope), the way pytest's doctest items do: pytest sets them up before
+        :meth:`runtest` and tears them down after."""
+        from _pytest.fixtures import TopRequest
+
+        if self.wanted:
+            self.add_marker(pytest.mark.usefixtures(*self.wanted))
+        self.nofuncargs = True  # no function to read parameters from: the marker names them
+        self.obj = None  # what pytest's fixture errors show the source of (there is none)
+        info = self.session._fixturemanager.getfixtureinfo(node=self, func=None, cls=None)
+        self._fixtureinfo = info
+        self.fixturenames = info.names_closure
+        self.funcargs: dict[str, Any] = {}
+        self._request = TopRequest(self, _ispytest=True)  # type: ignore[arg-type]
+
+    def setup(self) -> None:
+        self._check_fixture_names()
+        self._request._fillfixtures()
+
+    def _check_fixture_names(self) -> None:
+        """A fixture the scenario names that pytest does not know fails the item with the
+        file's line and a did-you-mean, not pytest's error about a function's source."""
+        import difflib
+
+        known = self._fixtureinfo.name2fixturedefs
+        manager = self.session._fixturemanager
+        visible = getattr(manager, "_get_all_fixture_defs_for_node", None)  # pytest internals
+        every = sorted({d.argname for d in visible(self)} if visible is not None else known)
+        for i, name in enumerate(self.wanted):
+            if name in known:
+                continue
+            close = difflib.get_close_matches(name, every, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            where = self.scenario.where("fixtures", i) if self.scenario is not None else ""
+            pytest.fail(
+                f"{where}: (fixtures[{i}]) no fixture {name!r} is visible here{hint} "
+                "(`pytest --fixtures` lists them)",
+                pytrace=False,
+            )
 
     def runtest(self) -> None:
         from openprogram_sim.play import check_outcome, run_scenario
         from openprogram_sim.report import scenario_props
 
         assert self.scenario is not None, "a scenario item runs once"
-        self.verdict = verdict = check_outcome(run_scenario(self.scenario))
+        values = {name: self.funcargs[name] for name in self.wanted}
+        self.verdict = verdict = check_outcome(run_scenario(self.scenario, fixtures=values))
         for key, value in scenario_props(verdict).items():
             self.user_properties.append((key, value))
         if not verdict.passed:
@@ -156,6 +200,8 @@ class ScenarioItem(pytest.Item):
             outcome = verdict.outcome
             if outcome.error is not None:
                 head += f"\n  exec raised: {outcome.error_text}"
+            elif not outcome.started:
+                head += "\n  the run did not start: its setup failed"
             else:
                 head += f"\n  exec returned: {outcome.result!r}"
             return f"{head}\n\n{format_verdict(verdict)}"

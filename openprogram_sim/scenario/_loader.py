@@ -303,10 +303,12 @@ def parse_scenario(
     except ValidationError as exc:
         issues += [_issue_from_error(e, data, lines, path) for e in exc.errors()]
     extra_names: set[str] | None = set()
-    if scenario is not None and _names_python(scenario):
+    if scenario is not None and (_names_python(scenario) or scenario.setup or scenario.teardown):
         place = str(origin) if origin is not None else path
         roots = import_roots(place if Path(place).exists() else None, pythonpath)
-        extra_names = _resolve_python(scenario, roots, lines, path, issues)
+        scenario._roots = roots  # setup: and teardown: are imported when the run starts
+        if _names_python(scenario):
+            extra_names = _resolve_python(scenario, roots, lines, path, issues)
     issues += _semantic_issues(data, lines, path, extra_names)
     if issues or scenario is None:
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0)) from None

@@ -8,10 +8,13 @@ schema`` prints.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -493,6 +496,41 @@ class Expect(_Model):
     ] = Field(default_factory=dict, description="Event type -> how many.")
 
 
+_IDENTIFIER = r"^[A-Za-z_]\w*$"
+_REF = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+def _a_ref(value: str) -> str:
+    if not re.match(_REF, value):
+        raise ValueError(f"{value!r} is not an import path; write it as 'package.module:name'")
+    return value
+
+
+def _a_fixture_name(value: str) -> str:
+    if not re.match(_IDENTIFIER, value):
+        raise ValueError(f"{value!r} is not a fixture name (a Python identifier)")
+    return value
+
+
+Refs = Annotated[
+    list[Annotated[str, AfterValidator(_a_ref)]],
+    BeforeValidator(_one_or_many),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": _REF},
+                {"type": "array", "items": {"type": "string", "pattern": _REF}},
+            ]
+        }
+    ),
+]
+"""One import path (``package.module:name``) or a list of them."""
+
+
 class Scenario(_Model):
     """One scenario file."""
 
@@ -537,6 +575,26 @@ class Scenario(_Model):
         description="Seconds of real time the run may take (the virtual clock is apart); "
         "past it the run is aborted and the scenario fails with the trace so far.",
     )
+    setup: Refs = Field(
+        default_factory=list,
+        description="Your callables run before each run, 'package.module:name' (sync or "
+        "async; a parameter named like one of fixtures: gets its value); one or a list.",
+    )
+    teardown: Refs = Field(
+        default_factory=list,
+        description="Your callables run after each run, even when it fails; one or a list.",
+    )
+    fixtures: list[
+        Annotated[
+            str,
+            AfterValidator(_a_fixture_name),
+            WithJsonSchema({"type": "string", "pattern": _IDENTIFIER}),
+        ]
+    ] = Field(
+        default_factory=list,
+        description="pytest fixtures the scenario's test item requests (under pytest only; "
+        "openprogram-sim run fails the scenario).",
+    )
     expect: Expect = Field(default_factory=Expect)
     path: str = Field("", exclude=True, description="(set by the loader)")
     _lines: Any = PrivateAttr(default=None)
@@ -552,6 +610,9 @@ class Scenario(_Model):
             raise ValueError("args: go with call:")
         return self
 
+    _roots: Any = PrivateAttr(default=None)
+    """The folders the loader resolved the file's Python references from (None: built in
+    Python, resolved from its ``path`` when it runs)."""
     _python: dict[str, Any] = PrivateAttr(default_factory=dict)
     """The user's objects the scenario's ``python:``/``registry:`` references name
     (imported by the loader)."""
