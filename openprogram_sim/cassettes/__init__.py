@@ -45,7 +45,11 @@ if _typing.TYPE_CHECKING:
     from openprogram_sim.cassettes._format import SERIALIZER
     from openprogram_sim.cassettes._match import DEFAULT_IGNORE
     from openprogram_sim.cassettes._persist import Persister
-    from openprogram_sim.cassettes._replay import CassetteProvider, scenario_provider
+    from openprogram_sim.cassettes._replay import (
+        CassetteProvider,
+        record_command,
+        scenario_provider,
+    )
     from openprogram_sim.cassettes._secrets import KEY_SHAPES, Scrubber, find_secrets
 
 __all__ = [
@@ -65,6 +69,7 @@ __all__ = [
     "distill",
     "distill_yaml",
     "find_secrets",
+    "record_command",
     "resolve_record_mode",
     "scenario_provider",
 ]
@@ -80,6 +85,7 @@ _WHERE = {
     "DEFAULT_IGNORE": "_match",
     "Persister": "_persist",
     "CassetteProvider": "_replay",
+    "record_command": "_replay",
     "scenario_provider": "_replay",
     "KEY_SHAPES": "_secrets",
     "Scrubber": "_secrets",

@@ -121,6 +121,13 @@ def _error_reply(path: str, body: Any, status: int, message: str, **headers: str
     return Reply(status, "", list(merged.items()), wire.body)
 
 
+def _ignore_advice(path: str) -> str:
+    return (
+        f"or, if {path} changes from run to run (a date, an id), leave it out of matching: "
+        f'ignore: ["{path}"] in a scenario\'s model: {{cassette: ...}} (ignore=[...] in Python)'
+    )
+
+
 class Cassette:
     """A cassette file opened for one session.
 
@@ -136,6 +143,9 @@ class Cassette:
         secrets: more exact values to scrub besides the environment's keys.
         allow_unplayed: recorded interactions never requested do not fail
             :meth:`assert_played` (default: only when ``faults`` are given).
+        record_with: how the user records this cassette again, as a replay that does not
+            match advises it (e.g. ``openprogram-sim record weather.yaml --record-mode
+            all``); default: the ``record_mode`` to pass.
 
     Use it as a context manager: it loads on entry and saves what was recorded on exit.
     :meth:`provider` gives openprogram's adapter bound to it; :meth:`client` an
@@ -153,6 +163,7 @@ class Cassette:
         timing: str = "instant",
         secrets: Iterable[str] = (),
         allow_unplayed: bool | None = None,
+        record_with: str | None = None,
     ) -> None:
         if timing not in ("instant", "recorded"):
             raise ValueError(f"timing {timing!r} is not one of: instant, recorded")
@@ -162,6 +173,7 @@ class Cassette:
         self.faults = {f.turn: f for f in map(ReplayFault.coerce, faults)}
         self.timing = timing
         self.allow_unplayed = bool(self.faults) if allow_unplayed is None else allow_unplayed
+        self.record_with = record_with or 'record_mode="all"'
         self.scrubber = Scrubber(known_secrets(secrets))
         self.mismatches: list[str] = []
         """The message of every request the cassette could not answer."""
@@ -180,6 +192,9 @@ class Cassette:
             "serializer": SERIALIZER,
             "persister": Persister(lambda: self.scrubber.secrets),
             "record_mode": RecordMode(self.record_mode),
+            # all: the session recorded again is the whole cassette (vcrpy would keep the
+            # loaded interactions nothing re-recorded, which then fail as never requested)
+            "drop_unused_requests": self.record_mode == "all",
             "match_on": (self._match,),
             "before_record_request": self._scrub_request,
             "before_record_response": self._scrub_response,
@@ -382,6 +397,7 @@ class Cassette:
         where = f"{request.method} {request.path}"
         lines = [f"cassette {self.path}: no recorded interaction matches request {turn} ({where})"]
         closest = self._closest(request)
+        diffs: list[tuple[str, str, str]] = []
         if closest is None:
             lines.append("the cassette has no interactions")
         else:
@@ -397,11 +413,19 @@ class Cassette:
             if len(diffs) > 4:
                 lines.append(f"  ... and {len(diffs) - 4} more difference(s)")
         ignored = ", ".join(self.ignore.patterns) or "nothing"
-        lines.append(
-            f"matched on method, path and JSON body (ignored: {ignored}); to record it: "
-            "record mode new_episodes or all"
-        )
+        lines.append(f"matched on method, path and JSON body (ignored: {ignored})")
+        lines.append(self.rerecord_advice())
+        fields = [label for label, _, _ in diffs if label.startswith("$")]
+        if fields and not (closest and closest[2]):  # an unplayed one differs in a field
+            lines.append(_ignore_advice(fields[0]))
         return "\n".join(lines)
+
+    def rerecord_advice(self) -> str:
+        """What to do when the session no longer matches the recording: record it again."""
+        return (
+            f"if the session changed, record the cassette again: {self.record_with} "
+            "(new_episodes instead of all: record only what it cannot answer)"
+        )
 
     def _closest(self, request: VcrRequest) -> tuple[int, list[tuple[str, str, str]], bool] | None:
         best: tuple[tuple[int, int, int], int, list[tuple[str, str, str]], bool] | None = None
@@ -444,7 +468,7 @@ class Cassette:
             out.append(
                 f"cassette {self.path}: {len(unplayed)} of {len(self.vcr.data)} recorded "
                 f"interaction(s) were never requested (interaction {shown}); the client "
-                "stopped early, or asked something else"
+                f"stopped early, or asked something else; {self.rerecord_advice()}"
             )
         return out
 

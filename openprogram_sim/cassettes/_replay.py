@@ -25,6 +25,7 @@ __all__ = [
     "CassetteProvider",
     "bound_provider",
     "recorded_api",
+    "record_command",
     "scenario_cassette",
     "scenario_provider",
 ]
@@ -110,9 +111,15 @@ class CassetteProvider:
         return result
 
 
+def record_command(scenario: Any) -> str:
+    """The command that records a scenario's cassette again (every interaction)."""
+    return f"openprogram-sim record {scenario.path or 'SCENARIO'} --record-mode all"
+
+
 def scenario_cassette(scenario: Any, *, record_mode: str | None = "none") -> Cassette:
     """The :class:`Cassette` a scenario's ``model: {cassette: ...}`` names (its path taken
-    from the scenario file's folder), not yet loaded."""
+    from the scenario file's folder), not yet loaded; a replay that does not match advises
+    :func:`record_command`."""
     spec = scenario.model
     path = Path(spec.cassette)
     if not path.is_absolute() and scenario.path:
@@ -123,6 +130,7 @@ def scenario_cassette(scenario: Any, *, record_mode: str | None = "none") -> Cas
         ignore=spec.ignore if spec.ignore is not None else DEFAULT_IGNORE,
         faults=[f.model_dump(exclude_none=True) for f in spec.faults],
         timing=spec.timing,
+        record_with=record_command(scenario),
     )
 
 

@@ -190,14 +190,29 @@ def _check_calls(outcome: RunOutcome, out: list[Failure]) -> None:
             )
         )
     if outcome.unconsumed:
-        total = outcome.scripted_turns
-        out.append(
-            Failure(
-                f"{outcome.unconsumed} of {total} scripted turns were never requested",
-                "remove them, or check why the loop ended early",
-                outcome.scenario.where("model", outcome.model_calls),
-            )
+        out.append(_unconsumed(outcome))
+
+
+def _unconsumed(outcome: RunOutcome) -> Failure:
+    """Turns never requested: scripted ones are the script's to remove; a cassette's
+    interactions are the recording's, which a changed session records again."""
+    scenario, n, total = outcome.scenario, outcome.unconsumed, outcome.scripted_turns
+    cassette = getattr(scenario.model, "cassette", None)
+    if cassette is None:
+        return Failure(
+            f"{n} of {total} scripted turns were never requested",
+            "remove them, or check why the loop ended early",
+            scenario.where("model", outcome.model_calls),
         )
+    from openprogram_sim.cassettes import record_command
+
+    return Failure(
+        f"{n} of {total} recorded interactions of cassette {cassette} were never requested",
+        "the run made fewer requests than were recorded (a request that matched none counts "
+        "among them): if the session changed, record the cassette again: "
+        f"{record_command(scenario)}; else check why the loop ended early",
+        scenario.where("model", "cassette"),
+    )
 
 
 def _request_index(outcome: RunOutcome, i: int, seen: dict[Any, int]) -> int | str:
@@ -319,15 +334,6 @@ def _tool_schemas(outcome: RunOutcome) -> dict[str, Any]:
     return {spec.name: spec.parameters for r in outcome.recorded for spec in r.tool_specs}
 
 
-def _check_hooks(outcome: RunOutcome, out: list[Failure]) -> None:
-    scenario = outcome.scenario
-    for failure in outcome.hook_failures:
-        where: tuple[str | int, ...] = (failure.phase, failure.index)
-        if failure.phase == "fixtures" or scenario.line(*where) is None:
-            where = (failure.phase,)  # `setup: pkg.module:fn`, one reference, not a list
-        out.append(Failure(failure.title, failure.traceback, scenario.where(*where)))
-
-
 def _check_history(outcome: RunOutcome, out: list[Failure]) -> None:
     scenario = outcome.scenario
     expect = scenario.expect
@@ -369,7 +375,6 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
     """Check ``outcome`` against its scenario's ``expect:``."""
     failures: list[Failure] = []
     steps: tuple[Callable[[RunOutcome, list[Failure]], None], ...] = (
-        _check_hooks,
         _check_time,
         _check_raises,
         _check_result,
@@ -380,9 +385,7 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
         _check_history,
     )
     if outcome.timed_out is not None:  # the rest would only restate the abort
-        steps = (_check_hooks, _check_time)
-    if not outcome.started:  # its setup failed: there is nothing else to check
-        steps = (_check_hooks,)
+        steps = (_check_time,)
     for step in steps:
         try:
             step(outcome, failures)

@@ -59,6 +59,9 @@ def openprogram_cassette(
     else:
         path = Path(str(request.node.path)).parent / str(path_arg)
     mode = request.config.getoption("openprogram_record_mode", None)
+    options.setdefault(
+        "record_with", f"pytest '{request.node.nodeid}' --openprogram-record-mode=all"
+    )
     cassette = Cassette(path, record_mode=mode, **options)
     with cassette.patch():
         yield cassette

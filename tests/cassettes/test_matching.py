@@ -64,7 +64,7 @@ def test_a_scenario_replaying_it_fails_with_that_message(recordings, tmp_path) -
     verdict = check_outcome(run_scenario(parse_scenario(text, str(tmp_path / "s.yaml"))))
     titles = [f.title for f in verdict.failures]
     assert "exec raised, and the scenario expects no error" in titles
-    assert "1 of 2 scripted turns were never requested" in titles
+    assert "1 of 2 recorded interactions of cassette " in "\n".join(titles)
     assert 'sent "sunny, 22°C"' in verdict.report()
 
 
