@@ -122,6 +122,7 @@ def test_reproduces_is_exactly_what_run_says(
     assert main(["run", str(silent)]) == 0
 
 
+@pytest.mark.slow  # two campaigns shrinking a violation that never reproduces
 def test_a_violation_no_file_can_show_is_reported_not_written(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

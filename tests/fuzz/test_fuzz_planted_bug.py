@@ -25,6 +25,10 @@ from openprogram_sim.fuzz._rules import effective_cap
 from openprogram_sim.play import check_outcome
 from openprogram_sim.scenario import Expect, Scenario, load_scenario
 
+# Every test here runs a campaign against a planted bug, then shrinks what it finds (a few
+# seconds each): the inner loop (`pytest -m "not slow"`) leaves them to CI.
+pytestmark = pytest.mark.slow
+
 # --------------------------------------------------------------------------- planted bugs
 
 CAP_PLUS_ONE = """
@@ -182,7 +186,6 @@ def test_a_cap_off_by_one_is_written_with_the_seeds_cap(
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "plant", [CAP_PLUS_ONE, HARD_CAP_PLUS_ONE], ids=["every-cap", "hard-cap-only"]
 )
