@@ -334,6 +334,15 @@ def _tool_schemas(outcome: RunOutcome) -> dict[str, Any]:
     return {spec.name: spec.parameters for r in outcome.recorded for spec in r.tool_specs}
 
 
+def _check_hooks(outcome: RunOutcome, out: list[Failure]) -> None:
+    scenario = outcome.scenario
+    for failure in outcome.hook_failures:
+        where: tuple[str | int, ...] = (failure.phase, failure.index)
+        if failure.phase == "fixtures" or scenario.line(*where) is None:
+            where = (failure.phase,)  # `setup: pkg.module:fn`, one reference, not a list
+        out.append(Failure(failure.title, failure.traceback, scenario.where(*where)))
+
+
 def _check_history(outcome: RunOutcome, out: list[Failure]) -> None:
     scenario = outcome.scenario
     expect = scenario.expect
@@ -375,6 +384,7 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
     """Check ``outcome`` against its scenario's ``expect:``."""
     failures: list[Failure] = []
     steps: tuple[Callable[[RunOutcome, list[Failure]], None], ...] = (
+        _check_hooks,
         _check_time,
         _check_raises,
         _check_result,
@@ -385,7 +395,9 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
         _check_history,
     )
     if outcome.timed_out is not None:  # the rest would only restate the abort
-        steps = (_check_time,)
+        steps = (_check_hooks, _check_time)
+    if not outcome.started:  # its setup failed: there is nothing else to check
+        steps = (_check_hooks,)
     for step in steps:
         try:
             step(outcome, failures)
