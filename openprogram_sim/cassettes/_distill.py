@@ -10,14 +10,19 @@ the system prompt, the tools offered with their schemas, ``tool_choice`` and
 ``parallel_tool_calls``.
 
 With the scenario the session was recorded from, its own ``exec:``/``call:``, tools,
-steering and ``expect:`` are kept and only ``model:`` is replaced (and the user's real
-``python:`` tools are stubbed with what they returned), so nested exec, steering and
-``raises:`` tools come out as they were.
+steering and ``expect:`` are kept and ``model:`` is replaced, so nested exec, steering and
+``raises:`` tools come out as they were. The user's real tools (``python:`` entries and the
+tools of ``registry:``) are stubbed with what they returned in the session: each keeps its
+spec and gates from the code and gets ``returns:``, so the file runs offline, as the
+session went, whatever the code or the services behind it do now (``real_tools=True``
+leaves them running). An ``@agentic_function`` stays real (the session's turns hold its
+nested runs), and so does a tool already stubbed or one the session never called.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -172,10 +177,18 @@ def _exec_of(api: str, first: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     }
 
 
-def distill(cassette: str | Path, *, scenario: str | Path | None = None) -> dict[str, Any]:
+def distill(
+    cassette: str | Path, *, scenario: str | Path | None = None, real_tools: bool = False
+) -> dict[str, Any]:
     """The scenario (as data) for ``cassette``; ``scenario`` is the file it was recorded
-    from, whose own keys are kept (see the module docstring)."""
-    path = Path(cassette)
+    from, whose own keys are kept, its real tools stubbed with what they returned unless
+    ``real_tools`` (see the module docstring)."""
+    return _distilled(Path(cassette), scenario, real_tools)[0]
+
+
+def _distilled(
+    path: Path, scenario: str | Path | None, real_tools: bool
+) -> tuple[dict[str, Any], list[str]]:
     interactions, metadata = _interactions(path)
     calls = [
         (req, resp, routed) for req, resp in interactions if (routed := _route(req)) is not None
@@ -186,7 +199,7 @@ def distill(cassette: str | Path, *, scenario: str | Path | None = None) -> dict
     turns = [turn_of(_reply(routed[0], resp)) for _, resp, routed in calls]
     returns = _results(api, [req for req, _, _ in calls])
     if scenario is not None:
-        return _onto_scenario(Path(scenario), turns, returns)
+        return _onto_scenario(Path(scenario), turns, returns, real_tools)
     top, found = _exec_of(api, calls[0][0])
     info = metadata.get("openprogram") if isinstance(metadata, dict) else None
     model = (info or {}).get("model") or api
@@ -197,40 +210,91 @@ def distill(cassette: str | Path, *, scenario: str | Path | None = None) -> dict
         if values:
             tool["returns"] = values if len(values) > 1 else values[0]
         tools[name] = tool
-    return {
+    data = {
         "scenario": f"distilled from {path.name} ({model})",
         **top,
         "tools": tools,
         "exec": found["exec"],
         "model": turns,
     }
+    return data, []
 
 
 def _onto_scenario(
-    source: Path, turns: list[dict[str, Any]], returns: dict[str, list[Any]]
-) -> dict[str, Any]:
+    source: Path, turns: list[dict[str, Any]], returns: dict[str, list[Any]], real_tools: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """The scenario file's data with the recorded turns, and the real tools it stubbed."""
     from openprogram_sim.scenario import load_scenario
 
-    load_scenario(source)  # the file is valid (errors name its lines)
+    scenario = load_scenario(source)  # the file is valid (errors name its lines)
     data = yaml.safe_load(source.read_text(encoding="utf-8"))
     data["model"] = turns
-    for name, tool in (data.get("tools") or {}).items():
-        # the user's real code ran during the recording: keep what it returned
-        real = isinstance(tool, dict) and tool.get("python") and "raises" not in tool
-        if real and "returns" not in tool and returns.get(name):
-            values = returns[name]
-            tool["returns"] = values if len(values) > 1 else values[0]
-    return dict(data)
+    stubbed: list[str] = []
+    if real_tools:
+        return dict(data), stubbed
+    tools: dict[str, Any] = data.get("tools") or {}
+    for name, ref, obj in _real_tools(scenario):
+        values = returns.get(name)
+        entry: dict[str, Any] = tools.get(name) or {"python": ref}
+        if not values or not entry.get("python") or getattr(obj, "agentic", False):
+            continue  # never called, no import path to stub it by, or it runs nested turns
+        if any(key in entry for key in _STUBS):
+            continue  # already stubbed
+        entry["returns"] = values if len(values) > 1 else values[0]
+        tools[name] = entry
+        stubbed.append(name)
+    if tools:
+        data["tools"] = tools
+    return dict(data), stubbed
 
 
-def distill_yaml(cassette: str | Path, *, scenario: str | Path | None = None) -> str:
-    """:func:`distill` as scenario YAML, with a header saying where it came from."""
-    data = distill(cassette, scenario=scenario)
+_STUBS = ("returns", "raises", "outcomes")
+
+
+def _real_tools(scenario: Any) -> list[tuple[str, str, Any]]:
+    """``(name, import path or "", object)`` of each real tool the scenario runs: its
+    ``python:`` entries, then the tools of its ``registry:`` it does not name itself."""
+    from openprogram_sim.scenario import import_ref, import_roots
+
+    roots = import_roots(scenario.path or None)
+    found = [
+        (name, str(spec.python), import_ref(str(spec.python), roots))
+        for name, spec in scenario.tools.items()
+        if spec.python is not None
+    ]
+    if scenario.registry:
+        for tool in import_ref(scenario.registry, roots).tools():
+            if tool.name not in scenario.tools:
+                source = tool.source or tool
+                found.append((tool.name, _ref_of(source), source))
+    return found
+
+
+def _ref_of(obj: Any) -> str:
+    """``module:name`` where ``obj`` (a decorated function) can be imported from, else ``""``."""
+    fn = getattr(obj, "__wrapped__", obj)
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
+    if module and name and getattr(sys.modules.get(module), name, None) is obj:
+        return f"{module}:{name}"
+    return ""
+
+
+def distill_yaml(
+    cassette: str | Path, *, scenario: str | Path | None = None, real_tools: bool = False
+) -> str:
+    """:func:`distill` as scenario YAML, with a header saying where it came from and which
+    of the user's tools it stubbed."""
+    data, stubbed = _distilled(Path(cassette), scenario, real_tools)
     head = (
         f"# distilled from the cassette {Path(cassette).as_posix()} by openprogram-sim distill:\n"
         "# the recorded replies as scripted turns, the tool results as the tools returned\n"
         "# them; it runs on the scripted model with the trace of the cassette's replay.\n"
     )
+    if stubbed:
+        head += (
+            f"# Your tools {', '.join(stubbed)} return what they returned in the session\n"
+            "# (returns:); distill --real-tools leaves them running.\n"
+        )
     if "expect" not in data:
         head += "# Add expect: (result, events, requests) to pin the behaviour down.\n"
     return head + yaml.safe_dump(
