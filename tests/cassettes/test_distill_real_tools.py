@@ -131,3 +131,18 @@ def test_real_tools_flag_leaves_them_running(recorded, tmp_path) -> None:
     assert again.error is None, again.error
     ends = [e for e in again.trace if e["type"] == "tool_execution_end"]
     assert ends[0]["result"] == "saved note 2"  # the real tool ran again
+
+
+def test_a_tool_already_stubbed_keeps_its_stub(recorded, tmp_path) -> None:
+    replay, cassette, module = recorded
+    text = replay.read_text().replace(
+        f'word_count: {{python: "{module}:word_count"}}',
+        f'word_count: {{python: "{module}:word_count", outcomes: [{{returns: 2}}]}}',
+    )
+    replay.write_text(text)
+    doc = _distill(cassette, replay, tmp_path / "distilled.yaml")
+    assert doc["tools"]["word_count"] == {
+        "python": f"{module}:word_count",
+        "outcomes": [{"returns": 2}],
+    }
+    assert check_outcome(run_scenario(load_scenario(tmp_path / "distilled.yaml"))).passed
