@@ -76,10 +76,18 @@ def _outer(trace: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str
 
 def _check_exit(outcome: Any, out: list[str]) -> None:
     error = outcome.error
-    if error is not None and not isinstance(error, DOCUMENTED_ERRORS):
-        out.append(f"an undocumented exception left exec: {type(error).__name__}: {error}")
-        return
     end, last = _outer(outcome.trace)
+    if error is not None and not isinstance(error, DOCUMENTED_ERRORS):
+        if not outcome.crashed:
+            out.append(f"an undocumented exception left exec: {type(error).__name__}: {error}")
+        elif end is None or end.get("reason") != "error":
+            # a BaseException past `except Exception` (a tool's SystemExit) leaves exec by
+            # design (docs/loop.md), once its run has ended on an error
+            out.append(
+                f"{type(error).__name__} left exec, yet the run did not end with an agent_end "
+                "of reason error first"
+            )
+        return
     if end is None:
         return
     reason = str(end.get("reason"))

@@ -162,7 +162,7 @@ class Deadline:
             return
         if self.cut is None:
             self.cut = len(self.trace)
-        raise DeadlineInterrupt
+        raise DeadlineInterrupt("the run's deadline interrupted what blocked the event loop")
 
 
 def blocked_by(trace: list[dict[str, Any]], cut: int) -> str:

@@ -10,12 +10,16 @@ error, and the requests the model saw.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import openprogram
 from openprogram import Runtime
 from openprogram.events import AgentEvent, ProviderEvent
 from openprogram.providers import Context, Provider, StreamOptions
@@ -26,6 +30,7 @@ from openprogram_sim.play._build import Build, Injections, entry
 from openprogram_sim.play._deadline import (
     CANCEL_SECONDS,
     Deadline,
+    DeadlineInterrupt,
     LoopBlockedError,
     blocked_by,
 )
@@ -117,6 +122,54 @@ class RunOutcome:
         if self.error is None:
             return None
         return f"{type(self.error).__name__}: {self.error}"
+
+    @property
+    def crashed(self) -> bool:
+        """Whether exec raised a ``BaseException`` that is not an ``Exception`` (a tool's
+        ``SystemExit``, ``GeneratorExit`` or own ``BaseException`` subclass): the run broke
+        rather than failed, and the CLI reports the scenario as an error unless it expects
+        that (``expect.raises``)."""
+        error = self.error
+        return error is not None and not isinstance(error, (Exception, asyncio.CancelledError))
+
+    @property
+    def crash(self) -> str | None:
+        """When :attr:`crashed`, what to tell the user: the exception, why it left exec,
+        and the line of their code that raised it, e.g. ``ToolBoom, a BaseException that
+        is not an Exception, left exec (raised at tools.py:12 in explode)``."""
+        if not self.crashed:
+            return None
+        assert self.error is not None
+        text = f"{type(self.error).__name__}, a BaseException that is not an Exception, left exec"
+        where = _raised_at(self.error)
+        return f"{text} (raised at {where})" if where else text
+
+
+_OWN_CODE = tuple(
+    str(folder) + os.sep
+    for folder in (
+        Path(openprogram.__file__ or ".").resolve().parent,
+        Path(__file__).resolve().parents[1],  # openprogram_sim
+        Path(asyncio.__file__ or ".").resolve().parent,
+    )
+)
+"""Where the frames of a traceback that are not the user's come from."""
+
+
+def _raised_at(error: BaseException) -> str | None:
+    """``file:line in function`` of the innermost frame of the user's code in ``error``'s
+    traceback (the engine's, the harness's and asyncio's frames skipped)."""
+    frames = [
+        f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(_OWN_CODE)
+    ]
+    if not frames:
+        return None
+    last = frames[-1]
+    try:
+        shown = str(Path(last.filename).resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        shown = last.filename
+    return f"{shown}:{last.lineno} in {last.name}"
 
 
 class _Requests(Sequence[dict[str, Any]]):
@@ -238,7 +291,7 @@ def _build_runtime(
     runtime.subscribe(build.history)
     injections = None
     if scenario.steering or scenario.abort is not None:
-        injections = Injections(scenario, runtime)
+        injections = Injections(scenario, runtime, build)
         runtime.subscribe(injections)
     for follow in scenario.follow_ups:
         runtime.follow_up(follow.text)
@@ -312,7 +365,7 @@ class _Play:
 
     async def _play(self, deadline: Deadline | None) -> RunOutcome:
         scenario, runtime = self.scenario, self.runtime
-        run = asyncio.ensure_future(entry(scenario, runtime, self.build))
+        run = asyncio.ensure_future(_contained(entry(scenario, runtime, self.build)))
         timed_out: int | None = None
         if not await _finished(run, scenario.timeout):
             # abort it (real time: the virtual clock never waits)
@@ -333,6 +386,10 @@ class _Play:
             result = run.result()
         except (Exception, asyncio.CancelledError) as exc:  # the scenario decides if expected
             error = exc
+        if isinstance(result, _Escaped):
+            if isinstance(result.error, KeyboardInterrupt):
+                raise result.error  # Ctrl-C (or a tool raising it) stops the caller
+            result, error = None, result.error  # the scenario decides if expected
         return self.outcome(result=result, error=error, timed_out=timed_out)
 
     def outcome(
@@ -383,6 +440,27 @@ class _Play:
             final_messages=self.build.history.final(self.build.given_history, requests),
             hook_failures=self.hooks.failures,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Escaped:
+    """What a run returns instead of raising a ``BaseException`` that is not an
+    ``Exception``: asyncio stops its loop for a ``SystemExit`` or ``KeyboardInterrupt``
+    raised in a task, and the run would lose its outcome with it."""
+
+    error: BaseException
+
+
+async def _contained(run: Awaitable[Any]) -> Any:
+    """``await run``, with a ``BaseException`` that left exec (see the engine's rule: a
+    tool's ``SystemExit``, ``KeyboardInterrupt``, own subclass) returned as :class:`_Escaped`.
+    Cancellation and the deadline's interrupt are the runner's own and go on up."""
+    try:
+        return await run
+    except (Exception, asyncio.CancelledError, DeadlineInterrupt):
+        raise
+    except BaseException as exc:
+        return _Escaped(exc)
 
 
 async def _finished(run: asyncio.Future[Any], seconds: float) -> bool:

@@ -182,7 +182,15 @@ def test_in_process_the_interrupted_run_is_timed_out_and_the_next_one_passes(
     path = write(project, "sleeps.yaml", "nap", **{"{nap: {}}": "{nap: {seconds: 30}}"})
     outcome = run_scenario(load_scenario(path))
     assert outcome.timed_out == 7 and outcome.blocked == "tool 'nap'"
-    assert outcome.trace[-1]["type"] == "tool_execution_start"  # it never ended
+    # the interrupt ended the tool and the run, which closed as any run does: the call's
+    # result names the interrupt, one agent_end last
+    end = outcome.trace[7]
+    assert (end["type"], end["tool_name"], end["is_error"]) == ("tool_execution_end", "nap", True)
+    assert end["result"] == (
+        "DeadlineInterrupt: the run's deadline interrupted what blocked the event loop"
+    )
+    assert [e["type"] for e in outcome.trace].count("agent_end") == 1
+    assert outcome.trace[-1]["reason"] == "error"
     assert 1.4 < outcome.duration < 5
     verdict = check_outcome(outcome)
     assert [f.title for f in verdict.failures] == [

@@ -79,8 +79,8 @@ def check_contract(
 ) -> list[Breach]:
     """The contract clauses ``outcome`` (a :class:`~openprogram_sim.scenario.RunOutcome`)
     broke, given the probe's ``records`` of its calls; ``limit``: the run's time limit in
-    seconds (default: the scenario's ``timeout``). An exception that escaped the run
-    altogether is :func:`escape_breach`'s."""
+    seconds (default: the scenario's ``timeout``). An exception that left exec (the
+    outcome's, or one that escaped the run altogether) is :func:`escape_breach`'s."""
     out: list[Breach] = []
     ends = {
         e["tool_call_id"]: (i, e)
@@ -108,6 +108,8 @@ def check_contract(
     hang = _hang(outcome, records, outcome.scenario.timeout if limit is None else limit)
     if hang is not None:
         out.append(hang)
+    if outcome.crashed:  # a SystemExit (or the like) left exec: the runner kept the outcome
+        out.append(escape_breach(outcome.error, records))
     return out
 
 
