@@ -22,26 +22,38 @@ __all__ = ["ScenarioResult", "add_parser", "command", "run_paths"]
 
 PROGRESS_THRESHOLD = 20
 
+_STATUSES = ("passed", "failed", "error", "interrupted")
+
 
 @dataclass(slots=True)
 class ScenarioResult:
-    """One file's result: a verdict, or the load error that prevented a run."""
+    """One file's result: a verdict, the load error that prevented a run, or the Ctrl-C
+    that stopped it (``interrupted``: the run, and the files after it, never finished)."""
 
     path: Path
     verdict: Verdict | None = None
     load_error: ScenarioError | None = None
+    interrupted: bool = False
 
     @property
     def status(self) -> str:
+        """``passed``, ``failed``, ``error`` (the file does not load, or its run crashed:
+        see :attr:`RunOutcome.crashed`) or ``interrupted``."""
         if self.load_error is not None:
             return "error"
+        if self.interrupted:
+            return "interrupted"
         assert self.verdict is not None
-        return "passed" if self.verdict.passed else "failed"
+        if self.verdict.passed:
+            return "passed"
+        return "error" if self.verdict.outcome.crashed else "failed"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"path": str(self.path), "status": self.status}
         if self.load_error is not None:
             data["errors"] = [str(i) for i in self.load_error.issues]
+            return data
+        if self.verdict is None:  # interrupted
             return data
         assert self.verdict is not None
         outcome = self.verdict.outcome
@@ -53,6 +65,7 @@ class ScenarioResult:
             duration_s=round(outcome.duration, 6),
             result=outcome.result if _jsonable(outcome.result) else repr(outcome.result),
             error=outcome.error_text,
+            crash=outcome.crash if not self.verdict.passed else None,
             failures=[
                 {"title": f.title, "where": f.where, "detail": f.detail}
                 for f in self.verdict.failures
@@ -124,7 +137,12 @@ def run_paths(
         model = provider() if provider is not None else None
         if before_each is not None:
             before_each(file)
-        results.append(ScenarioResult(file, verdict=check_outcome(run_scenario(scenario, model))))
+        try:
+            outcome = run_scenario(scenario, model)
+        except KeyboardInterrupt:  # Ctrl-C (or a tool raising it): stop, report what ran
+            results.append(ScenarioResult(file, interrupted=True))
+            break
+        results.append(ScenarioResult(file, verdict=check_outcome(outcome)))
         progress.update(i + 1)
     progress.close()
     return results
@@ -148,9 +166,11 @@ def _line(result: ScenarioResult, base: Path, width: int = 0) -> str:
     path = _relative(result.path, base).ljust(width)
     if result.load_error is not None:
         return f"ERROR {path}  (could not load: {len(result.load_error.issues)} problem(s))"
-    assert result.verdict is not None
+    if result.verdict is None:
+        reason = "KeyboardInterrupt (Ctrl-C): this run and the files after it did not finish"
+        return f"INTERRUPTED {path}  ({reason})"
     outcome = result.verdict.outcome
-    mark = "PASS " if result.verdict.passed else "FAIL "
+    mark = {"passed": "PASS ", "failed": "FAIL ", "error": "ERROR"}[result.status]
     rounds = f"{outcome.rounds} round{'s' if outcome.rounds != 1 else ''}"
     return (
         f"{mark} {path}  {rounds:>9}  {outcome.duration * 1000:7.1f} ms  "
@@ -171,7 +191,7 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
     for result in results:
         print(_line(result, base, width).rstrip(), file=out)
     for result in results:
-        if result.status == "passed":
+        if result.status in ("passed", "interrupted"):
             continue
         print(f"\n{'=' * 78}\n{result.status.upper()}: {_relative(result.path, base)}", file=out)
         if result.load_error is not None:
@@ -179,13 +199,16 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
                 print(f"  {issue}", file=out)
         elif result.verdict is not None:
             print(f"  {result.verdict.outcome.scenario.scenario}", file=out)
+            crash = result.verdict.outcome.crash
+            if crash is not None:
+                print(f"  the run crashed: {crash}", file=out)
             for failure in result.verdict.failures:
                 print(f"\n- {failure.title}", file=out)
                 for line in failure.explained.splitlines():
                     print(f"  {line}", file=out)
-    counts = {s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")}
+    counts = {s: sum(1 for r in results if r.status == s) for s in _STATUSES}
     parts = [f"{counts['passed']} passed"]
-    parts += [f"{counts[s]} {s}" for s in ("failed", "error") if counts[s]]
+    parts += [f"{counts[s]} {s}" for s in _STATUSES[1:] if counts[s]]
     print(f"\n{len(results)} scenarios: {', '.join(parts)} in {elapsed:.2f}s", file=out)
 
 
@@ -221,9 +244,7 @@ def command(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     behaviours = coverage.measure(results) if coverage is not None else None
     if args.json:
-        summary = {
-            s: sum(1 for r in results if r.status == s) for s in ("passed", "failed", "error")
-        }
+        summary = {s: sum(1 for r in results if r.status == s) for s in _STATUSES}
         payload = {"summary": {**summary, "total": len(results), "duration_s": elapsed},
                    "scenarios": [r.to_json() for r in results]}  # fmt: skip
         if coverage is not None:
@@ -241,7 +262,16 @@ def command(args: argparse.Namespace) -> int:
     if not results:
         print("openprogram-sim: no scenario files found", file=sys.stderr)
         return 2
-    if any(r.status == "error" for r in results):
+    return _exit_code(results, floor)
+
+
+def _exit_code(results: list[ScenarioResult], floor: int) -> int:
+    """130 after a Ctrl-C (as a shell reports it: 128 + SIGINT); 2 when a file does not
+    load; 1 when a scenario failed or its run crashed (as pytest counts a test's error), or
+    a coverage floor is not met; else 0."""
+    if results[-1].interrupted:
+        return 130
+    if any(r.load_error is not None for r in results):
         return 2
     return 0 if all(r.status == "passed" for r in results) and not floor else 1
 

@@ -196,8 +196,12 @@ class ScenarioItem(pytest.Item):
 
             verdict = excinfo.value.verdict
             path = relpath(self.config, self.path)
-            head = f"scenario failed: {self.title}\n  file: {path}"
             outcome = verdict.outcome
+            # a run that crashed (a BaseException left exec) is the scenario's error
+            head = f"scenario {'error' if outcome.crashed else 'failed'}: {self.title}"
+            head += f"\n  file: {path}"
+            if outcome.crash is not None:
+                head += f"\n  the run crashed: {outcome.crash}"
             if outcome.error is not None:
                 head += f"\n  exec raised: {outcome.error_text}"
             elif not outcome.started:
