@@ -15,6 +15,10 @@ from openprogram_sim.errors import CassetteError, ScenarioError
 
 __all__ = ["add_parser", "command"]
 
+SETUP_STATUSES = {401: "unauthorized", 403: "forbidden", 404: "not found"}
+"""Statuses that, on every request of a session, say the setup is wrong (the key, the base
+URL, the model name), not how the model behaves."""
+
 
 def _defaults(scenario: Any, args: argparse.Namespace) -> tuple[str, Path]:
     """``--model`` and ``--cassette``, or what the scenario's ``model: {cassette, model}``
@@ -66,6 +70,11 @@ def command(args: argparse.Namespace) -> int:
         cassette = Cassette(path, record_mode=mode, ignore=_ignore(scenario)).load()
         loaded = len(cassette.vcr.data)
         outcome = asyncio.run(_session(scenario, cassette, model, args.base_url))
+        mistake = _setup_mistake(cassette, loaded)
+        if mistake is not None and not args.keep_errors:
+            print(f"openprogram-sim record: {cassette.path}: {mistake}", file=sys.stderr)
+            print(f"  exec raised {outcome.error_text}", file=sys.stderr)
+            return 2
         cassette.describe(
             model=model,
             scenario=os.path.relpath(Path(args.scenario).resolve(), path.resolve().parent),
@@ -76,6 +85,25 @@ def command(args: argparse.Namespace) -> int:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
     return _report(cassette, loaded, check_outcome(outcome), sys.stdout)
+
+
+def _setup_mistake(cassette: Any, loaded: int) -> str | None:
+    """What to say when every request this session recorded got a 401, 403 or 404, else
+    None."""
+    codes = [int(response["status"]["code"]) for _, response in cassette.vcr.data[loaded:]]
+    if not codes or any(code not in SETUP_STATUSES for code in codes):
+        return None
+    got = ", ".join(f"HTTP {c} ({SETUP_STATUSES[c]})" for c in sorted(set(codes)))
+    hints = []
+    if 404 in codes:
+        hints.append("a 404 is a wrong --base-url or model name")
+    if 401 in codes or 403 in codes:
+        hints.append("a 401 or 403 a missing, wrong or unauthorised key")
+    return (
+        f"not written: every request of the session got {got}, a setup mistake rather than a "
+        f"session to keep ({'; '.join(hints)}). Fix it and record again, or pass "
+        "--keep-errors to keep such a session"
+    )
 
 
 def _report(cassette: Any, loaded: int, verdict: Any, out: TextIO) -> int:
@@ -132,6 +160,12 @@ def add_parser(sub: Any) -> None:
         help="once (default): record a cassette that does not exist, replay one that does; "
         "new_episodes: record what the cassette cannot answer; all: record everything again; "
         "none: replay only. Always none when CI is set.",
+    )
+    record.add_argument(
+        "--keep-errors",
+        action="store_true",
+        help="save the session even when every request got HTTP 401, 403 or 404 (by default "
+        "such a session is a setup mistake: nothing is written and the exit status is 2)",
     )
     record.add_argument(
         "--pythonpath",
