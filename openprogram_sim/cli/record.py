@@ -152,7 +152,12 @@ def add_parser(sub: Any) -> None:
         metavar="PATH",
         help="the cassette file to write (default: the scenario's model.cassette)",
     )
-    record.add_argument("--base-url", metavar="URL", help="the adapter's base URL")
+    record.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the adapter's base URL, as the API's SDK takes it (default: OPENAI_BASE_URL, "
+        "ANTHROPIC_BASE_URL or GOOGLE_GEMINI_BASE_URL when set, else the public endpoint)",
+    )
     record.add_argument(
         "--record-mode",
         choices=("none", "once", "new_episodes", "all"),
