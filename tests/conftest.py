@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 
 import pytest
@@ -9,6 +10,12 @@ import pytest
 # pytester runs real inner pytest sessions (tests/plugin). pytest accepts `pytest_plugins`
 # only in a top-level conftest, so it is enabled here rather than in tests/plugin/.
 pytest_plugins = ["pytester"]
+
+# The adapters (and the official SDKs) read these when no base_url= is given: a developer's
+# or a CI machine's own settings must not send the suite's requests elsewhere. Tests of the
+# variables set them with monkeypatch.
+for _name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+    os.environ.pop(_name, None)
 
 
 # The provider SDKs the wire server and cassette tests drive, each imported by a fixture of
