@@ -4,6 +4,8 @@ that queues steering and the abort at their points."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import string
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -117,6 +119,10 @@ class Build:
         """The history the outer exec was given (None: not known, as for ``call:``)."""
         self.history = HistoryKeeper()
         """Subscribed by the runner: what the outer exec added to its history."""
+        self.holding = False
+        """The next simulated tool body waits for the abort (``abort: {during_tool: N}``)."""
+        self.held: set[str] = set()
+        """The tools whose simulated body :meth:`_held` wraps."""
         self.entries: dict[str, Any] = {}
         for name, spec in scenario.tools.items():
             self.entries[name] = self._entry(name, spec)
@@ -159,6 +165,29 @@ class Build:
         }
 
     def _body(self, name: str, spec: ToolDef) -> Callable[..., Any]:
+        body = self._simulated(name, spec)
+        abort = self.scenario.abort
+        if abort is None or abort.during_tool is None:
+            return body
+        self.held.add(name)
+        return self._held(body)
+
+    def _held(self, body: Callable[..., Any]) -> Callable[..., Any]:
+        """``body``, waiting for the abort when it is the call ``abort: {during_tool: N}``
+        names (:class:`Injections` sets :attr:`holding` as that call starts), so the abort
+        lands while the tool is really in flight."""
+        reports = "on_update" in inspect.signature(body).parameters
+
+        async def held(on_update: Any = None, **args: Any) -> Any:
+            if self.holding:
+                self.holding = False
+                await asyncio.get_running_loop().create_future()  # the abort cancels it
+            value = body(on_update=on_update, **args) if reports else body(**args)
+            return await value if inspect.isawaitable(value) else value
+
+        return held
+
+    def _simulated(self, name: str, spec: ToolDef) -> Callable[..., Any]:
         if spec.raises is not None:
             message = spec.raises
 
@@ -217,14 +246,29 @@ class Build:
 class Injections:
     """Queues the file's steering messages and its abort at their points, counting as the
     events arrive; every entry at one point is delivered, in file order. What never fired
-    is left in :attr:`unfired` (the check fails the scenario on it)."""
+    is left in :attr:`unfired` (the check fails the scenario on it).
 
-    def __init__(self, scenario: Scenario, runtime: Runtime) -> None:
+    The abort points that land while something is in flight (``during_tool``, and
+    ``during_turn`` for a reply with latency or that streams nothing) are queued on the
+    event loop as the tool call or the model call starts: the abort then lands at its first
+    await, while it waits."""
+
+    def __init__(self, scenario: Scenario, runtime: Runtime, build: Build | None = None) -> None:
         self.runtime = runtime
+        self.build = build
         self.tools = 0
+        self.started = 0
+        self.turns = 0
         self.replies = 0
         self.streaming = False
-        self.wants_updates = scenario.abort is not None and scenario.abort.during_turn is not None
+        abort = scenario.abort
+        self.early = (
+            abort is not None
+            and abort.during_turn is not None
+            and _waits_first(scenario, abort.during_turn)
+        )
+        """``during_turn`` lands while the model call waits, before any streamed piece."""
+        self.wants_updates = abort is not None and abort.during_turn is not None and not self.early
         """Only a mid-stream abort needs the streamed pieces (see :mod:`openprogram.agent`)."""
         self.unfired: set[str] = set()
         self.by_point: dict[tuple[str, int], list[tuple[str, str | None]]] = {}
@@ -232,8 +276,8 @@ class Injections:
             point = ("after_tool", entry.after_tool) if entry.after_tool is not None else None
             point = point or ("after_round", entry.after_round or 0)
             self._add(point, f"steering[{i}]", entry.text)
-        if scenario.abort is not None:
-            self._add(scenario.abort.point(), "abort", None)
+        if abort is not None:
+            self._add(abort.point(), "abort", None)
 
     def _add(self, point: tuple[str, int], name: str, text: str | None) -> None:
         self.by_point.setdefault(point, []).append((name, text))
@@ -247,16 +291,58 @@ class Injections:
             else:
                 self.runtime.steer(text)
 
+    def _tool_started(self, name: str) -> None:
+        self.started += 1
+        point = ("during_tool", self.started)
+        if point not in self.by_point:
+            return
+        if self._awaits(name):
+            if self.build is not None:
+                self.build.holding = True
+            self._fire_soon(point)  # lands at the body's first await
+        else:
+            self._fire(point)  # a sync body runs with the abort requested
+
+    def _awaits(self, name: str) -> bool:
+        """Whether tool ``name``'s body awaits, so an abort can land while it runs: a
+        simulated body held for it, or an async one of the user's."""
+        if self.build is None:
+            return False
+        tool = self.build.registry.get(name)
+        return name in self.build.held or (tool is not None and tool.is_async)
+
+    def _fire_soon(self, point: tuple[str, int]) -> None:
+        """Fire ``point`` once what just started first waits (the next turn of the loop)."""
+        if point in self.by_point:
+            asyncio.get_running_loop().call_soon(self._fire, point)
+
     def __call__(self, event: AgentEvent) -> None:
         kind = event.type
         if kind == "tool_execution_end":
             self.tools += 1
+            if self.build is not None:
+                self.build.holding = False  # a call no simulated body ran for
             self._fire(("after_tool", self.tools))
+        elif event.type == "tool_execution_start":
+            self._tool_started(event.tool_name)
         elif kind == "turn_end" and event.depth == 0:
             self._fire(("after_round", event.round))
+        elif kind == "turn_start":
+            self.turns += 1
+            if self.early:
+                self._fire_soon(("during_turn", self.turns))
         elif event.type == "message_start" and event.message.role == "assistant":
             self.replies += 1
             self.streaming = True
         elif kind == "message_update" and self.streaming:
             self.streaming = False  # after the reply's first streamed piece
             self._fire(("during_turn", self.replies))
+
+
+def _waits_first(scenario: Scenario, n: int) -> bool:
+    """Whether scripted turn ``n`` waits before its first streamed piece: it has latency,
+    or it streams nothing (it hangs until aborted)."""
+    if not isinstance(scenario.model, list) or not 1 <= n <= len(scenario.model):
+        return False
+    turn = scenario.model[n - 1]
+    return bool(turn.latency) or not (turn.text or turn.thinking or turn.tool_calls)

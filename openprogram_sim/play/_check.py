@@ -170,7 +170,7 @@ def _check_points(outcome: RunOutcome, out: list[Failure]) -> None:
 
 def _reached(outcome: RunOutcome, kind: str) -> str:
     trace = outcome.trace
-    if kind == "after_tool":
+    if kind in ("after_tool", "during_tool"):
         n = sum(1 for e in trace if e["type"] == "tool_execution_end")
         return f"{n} tool call(s)"
     if kind == "after_round":

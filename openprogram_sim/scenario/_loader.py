@@ -186,7 +186,34 @@ def _semantic_issues(
         if event_type not in EVENT_FIELDS:
             issues.append(_unknown_event(event_type, ("expect", "counts", event_type), lines, file))
     _check_value_matchers(expect, lines, file, issues)
+    _check_abort_turn(data, lines, file, issues)
     return issues
+
+
+def _check_abort_turn(
+    data: dict[str, Any], lines: LineMap, file: str, issues: list[ScenarioIssue]
+) -> None:
+    """``abort: {during_turn: N}`` needs a moment while turn N is in flight: its latency, a
+    streamed piece, or a hang."""
+    n = _dict(data.get("abort")).get("during_turn")
+    turns = data.get("model")
+    if not isinstance(n, int) or not isinstance(turns, list) or not 1 <= n <= len(turns):
+        return
+    turn = _dict(turns[n - 1])
+    streams = any(turn.get(k) for k in ("text", "thinking", "tool_calls"))
+    if streams or turn.get("latency") or turn.get("fault") == "hang":
+        return
+    path = ("abort", "during_turn")
+    issues.append(
+        ScenarioIssue(
+            file,
+            lines.line(path),
+            _where(path),
+            f"model turn {n} streams nothing and does not wait, so no abort can land while it "
+            "is in flight; give it latency: or fault: hang (a model that never answers), or "
+            "abort after_round: instead",
+        )
+    )
 
 
 def _check_value_matchers(

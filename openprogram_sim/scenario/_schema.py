@@ -382,6 +382,9 @@ class HistoryMessage(_Model):
         return self
 
 
+_ABORT_POINTS = ("after_tool", "after_round", "during_tool", "during_turn")
+
+
 class AbortPoint(_Model):
     """``abort:``: where the run is aborted (as ``Runtime.abort()`` would, from outside)."""
 
@@ -391,23 +394,32 @@ class AbortPoint(_Model):
     after_round: int | None = Field(
         None, ge=1, description="Once this round of the outer exec has ended."
     )
+    during_tool: int | None = Field(
+        None,
+        ge=1,
+        description="While the N-th tool call of the run (all depths, in call order) runs: "
+        "a simulated tool waits for the abort; one of yours is aborted at its first await.",
+    )
     during_turn: int | None = Field(
         None,
         ge=1,
-        description="While the N-th model reply (all depths, in call order) streams: after "
-        "its first streamed piece (a reply with no content streams nothing to abort).",
+        description="While the N-th model reply (all depths, in call order) is in flight: "
+        "during its latency: when it has one, else after its first streamed piece, else "
+        "(a reply that streams nothing, fault: hang) while it waits.",
     )
 
     @model_validator(mode="after")
     def _one_point(self) -> AbortPoint:
-        given = [k for k in ("after_tool", "after_round", "during_turn") if getattr(self, k)]
+        given = [k for k in _ABORT_POINTS if getattr(self, k)]
         if len(given) != 1:
-            raise ValueError("give exactly one of after_tool, after_round or during_turn")
+            raise ValueError(
+                "give exactly one of after_tool, after_round, during_tool or during_turn"
+            )
         return self
 
     def point(self) -> tuple[str, int]:
         """``(kind, n)``: the point's name and number."""
-        for kind in ("after_tool", "after_round", "during_turn"):
+        for kind in _ABORT_POINTS:
             value = getattr(self, kind)
             if value is not None:
                 return kind, int(value)
