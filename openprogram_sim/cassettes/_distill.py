@@ -22,7 +22,6 @@ nested runs), and so does a tool already stubbed or one the session never called
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -254,7 +253,7 @@ _STUBS = ("returns", "raises", "outcomes")
 def _real_tools(scenario: Any) -> list[tuple[str, str, Any]]:
     """``(name, import path or "", object)`` of each real tool the scenario runs: its
     ``python:`` entries, then the tools of its ``registry:`` it does not name itself."""
-    from openprogram_sim.scenario import import_ref, import_roots
+    from openprogram_sim.scenario import import_ref, import_roots, ref_of
 
     roots = import_roots(scenario.path or None)
     found = [
@@ -266,17 +265,8 @@ def _real_tools(scenario: Any) -> list[tuple[str, str, Any]]:
         for tool in import_ref(scenario.registry, roots).tools():
             if tool.name not in scenario.tools:
                 source = tool.source or tool
-                found.append((tool.name, _ref_of(source), source))
+                found.append((tool.name, ref_of(source) or "", source))
     return found
-
-
-def _ref_of(obj: Any) -> str:
-    """``module:name`` where ``obj`` (a decorated function) can be imported from, else ``""``."""
-    fn = getattr(obj, "__wrapped__", obj)
-    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
-    if module and name and getattr(sys.modules.get(module), name, None) is obj:
-        return f"{module}:{name}"
-    return ""
 
 
 def distill_yaml(

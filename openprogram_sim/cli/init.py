@@ -32,9 +32,10 @@ def _tools_of(value: Any, ref: str) -> tuple[list[tuple[str, Any, str]], str | N
     """``([(name, object, ref)], registry_ref)`` for what ``ref`` names."""
     from openprogram import ToolRegistry
     from openprogram.tools import as_tool
+    from openprogram_sim.scenario import ref_of
 
     if isinstance(value, ToolRegistry):
-        return [(t.name, t.source or t, _ref_of(t.source)) for t in value.tools()], ref
+        return [(t.name, t.source or t, ref_of(t.source) or "") for t in value.tools()], ref
     if isinstance(value, ModuleType):
         found = []
         for attr, obj in sorted(vars(value).items()):
@@ -46,15 +47,6 @@ def _tools_of(value: Any, ref: str) -> tuple[list[tuple[str, Any, str]], str | N
     return [(tool.name, value, ref)], None
 
 
-def _ref_of(obj: Any) -> str:
-    """``module:name`` where ``obj`` (a decorated function) is importable, else ``""``."""
-    fn = getattr(obj, "__wrapped__", obj)
-    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
-    if module and name and getattr(sys.modules.get(module), name, None) is obj:
-        return f"{module}:{name}"
-    return ""
-
-
 def _flow(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -63,7 +55,7 @@ def starter_scenario(ref: str, schema_ref: str = "schema/scenario.schema.json") 
     """The YAML text of a starter scenario for ``ref`` (see the module docstring)."""
     from openprogram.tools import as_tool
     from openprogram_sim.models import example_arguments
-    from openprogram_sim.scenario._python import import_ref, import_roots
+    from openprogram_sim.scenario import import_ref, import_roots
 
     value = import_ref(ref, import_roots(None), module_ok=True)
     found, registry = _tools_of(value, ref)
@@ -141,7 +133,7 @@ def _schema_state(path: Path, text: str) -> str:
 
 
 def command(args: argparse.Namespace) -> int:
-    from openprogram_sim.scenario._python import PythonRefError
+    from openprogram_sim.scenario import PythonRefError
 
     target = Path(args.output) if args.output else None
     try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openprogram_sim.coverage._toolbox import python_tools
-from openprogram_sim.scenario import Scenario
+from openprogram_sim.scenario import Scenario, ref_of
 
 __all__ = ["FALLBACK", "SuiteTool", "arguments_valid", "suite_tools"]
 
@@ -81,21 +81,14 @@ def _args(scenarios: Sequence[Scenario], name: str, schema: dict[str, Any]) -> d
 def _ref_of(tool: Any, fallback: str) -> str | None:
     """``module:name`` the user's tool is importable as (a registry's tools have none of
     their own in the scenario)."""
-    import sys
-
     if ":" in fallback and not _is_registry(fallback):
         return fallback
-    source = getattr(tool, "source", None)
-    fn = getattr(source, "__wrapped__", source)
-    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
-    if module and name and getattr(sys.modules.get(module), name, None) is source:
-        return f"{module}:{name}"
-    return None
+    return ref_of(getattr(tool, "source", None))
 
 
 def _is_registry(ref: str) -> bool:
     from openprogram import ToolRegistry
-    from openprogram_sim.scenario._python import import_ref
+    from openprogram_sim.scenario import import_ref
 
     try:
         return isinstance(import_ref(ref), ToolRegistry)

@@ -26,6 +26,7 @@ from openprogram_sim.scenario._python import (
     PythonRefError,
     import_ref,
     import_roots,
+    ref_of,
     scenario_env,
 )
 from openprogram_sim.scenario._schema import (
@@ -72,6 +73,7 @@ __all__ = [
     "load_scenario",
     "not_a_scenario",
     "parse_scenario",
+    "ref_of",
     "scenario_env",
 ]
 

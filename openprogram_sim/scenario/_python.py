@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PythonRefError", "import_ref", "import_roots", "scenario_env"]
+__all__ = ["PythonRefError", "import_ref", "import_roots", "ref_of", "scenario_env"]
 
 
 class PythonRefError(Exception):
@@ -108,3 +108,13 @@ def scenario_env(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = old
+
+
+def ref_of(obj: Any) -> str | None:
+    """``module:name`` that ``obj`` (a decorated function, a tool's source) can be imported
+    as (what a scenario's ``python:`` names), else None."""
+    fn = getattr(obj, "__wrapped__", obj)
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
+    if module and name and getattr(sys.modules.get(module), name, None) is obj:
+        return f"{module}:{name}"
+    return None

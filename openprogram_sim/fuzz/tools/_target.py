@@ -22,7 +22,7 @@ from typing import Any
 from openprogram import ToolRegistry
 from openprogram.errors import ToolEntryError
 from openprogram.tools import Tool, as_tool
-from openprogram_sim.scenario._python import import_ref, import_roots
+from openprogram_sim.scenario import import_ref, import_roots, ref_of
 
 __all__ = ["ENV_PLACEHOLDER", "TargetError", "ToolInfo", "ToolTarget"]
 
@@ -128,7 +128,7 @@ class ToolTarget:
             if not isinstance(value, ToolRegistry):
                 raise TargetError(f"--registry {registry!r} is a {type(value).__name__}, not a "
                                   "ToolRegistry; pass tools with --tools")  # fmt: skip
-            infos += [_info(t, _ref_of(t.source)) for t in value.tools()]
+            infos += [_info(t, ref_of(t.source)) for t in value.tools()]
             toolsets = _toolsets(value)
         for ref in tools:
             found = _entries(import_ref(ref, roots, module_ok=True), ref)
@@ -144,12 +144,12 @@ class ToolTarget:
         if isinstance(value, str):
             obj = import_ref(value, import_roots(None), module_ok=True)
             if isinstance(obj, ToolRegistry):
-                return cls._checked([_info(t, _ref_of(t.source)) for t in obj.tools()],
+                return cls._checked([_info(t, ref_of(t.source)) for t in obj.tools()],
                                     value, _toolsets(obj), ())  # fmt: skip
             return cls._checked([_info(as_tool(o), r) for o, r in _entries(obj, value)], None,
                                 (), ())  # fmt: skip
         if isinstance(value, ToolRegistry):
-            infos = [_info(t, _ref_of(t.source)) for t in value.tools()]
+            infos = [_info(t, ref_of(t.source)) for t in value.tools()]
             return cls._checked(infos, _registry_ref(value), _toolsets(value), ())
         if _is_definitions(value):
             infos = [_simulated(name, spec) for name, spec in value.items()]
@@ -160,7 +160,7 @@ class ToolTarget:
         infos = []
         for entry in entries:
             try:
-                infos.append(_info(as_tool(entry), _ref_of(entry)))
+                infos.append(_info(as_tool(entry), ref_of(entry)))
             except ToolEntryError as exc:
                 raise TargetError(str(exc)) from None
         return cls._checked(infos, None, (), ())
@@ -186,7 +186,7 @@ def _info(tool: Tool, ref: str | None) -> ToolInfo:
     return ToolInfo(
         name=tool.name,
         parameters=dict(tool.spec.parameters),
-        ref=ref or _ref_of(tool.source),
+        ref=ref or ref_of(tool.source),
         agentic=bool(getattr(tool.source, "agentic", False)),
         requires_env=tuple(tool.gates.requires_env),
     )
@@ -240,15 +240,6 @@ def _entries(value: Any, ref: str) -> list[tuple[Any, str | None]]:
     if not _is_entry(value):
         raise TargetError(f"{ref!r} is a {type(value).__name__}, not a tool")
     return [(value, ref)]
-
-
-def _ref_of(obj: Any) -> str | None:
-    """``module:name`` where ``obj`` (a decorated function) is importable, else None."""
-    fn = getattr(obj, "__wrapped__", obj)
-    module, name = getattr(fn, "__module__", None), getattr(fn, "__name__", None)
-    if module and name and getattr(sys.modules.get(module), name, None) is obj:
-        return f"{module}:{name}"
-    return None
 
 
 def _registry_ref(registry: ToolRegistry) -> str | None:
