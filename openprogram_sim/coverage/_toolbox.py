@@ -121,8 +121,8 @@ def exec_args_of(scenario: Scenario, parent_tool: str | None) -> ExecArgs | None
     """The exec arguments of a run: the scenario's ``exec:`` for the outer run (None with
     ``call:``, whose exec is the user's code), a simulated tool's ``exec:`` for a nested one
     (None for the user's agentic functions)."""
-    if parent_tool is None:
-        return scenario.exec if scenario.call is None else None
+    if parent_tool is None:  # a conversation's execs are several: none is the run's
+        return scenario.exec if scenario.call is None and not scenario.conversation else None
     spec = scenario.tools.get(parent_tool)
     if spec is None or spec.python is not None:
         return None

@@ -1,13 +1,13 @@
 """Turning a scenario into runtime objects: its tools (simulated, or the user's own), its
-registry, the exec call or the user's entry point, the starting history, and the listener
-that queues steering and the abort at their points."""
+registry, the exec call's arguments, the starting history, and the listener that queues
+steering and the abort at their points (the run's top level is :mod:`._conversation`'s)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import string
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from openprogram import Runtime, ToolRegistry, ToolResult
@@ -22,10 +22,10 @@ from openprogram.types import (
     UserMessage,
 )
 from openprogram_sim.errors import ToolFailure
-from openprogram_sim.play._history import HistoryKeeper
+from openprogram_sim.play._history import HistoryKeeper, StepRecord
 from openprogram_sim.scenario import ExecArgs, Scenario, ToolDef, import_ref, import_roots
 
-__all__ = ["Build", "Injections", "entry"]
+__all__ = ["Build", "Injections", "history_messages"]
 
 
 class _Formatter(string.Formatter):
@@ -69,17 +69,7 @@ def _outcomes(spec: ToolDef) -> Callable[[], Any]:
     return next_outcome
 
 
-def entry(scenario: Scenario, runtime: Runtime, build: Build) -> Awaitable[Any]:
-    """The run's top level: the file's ``exec:``, or the user's entry point (``call:``)."""
-    if scenario.call is not None:
-        return runtime.acall(build.python(scenario.call), **scenario.args)
-    build.given_history = _history(scenario)
-    return runtime.aexec(
-        scenario.exec.content, history=build.given_history, **build.exec_kwargs(scenario.exec)
-    )
-
-
-def _history(scenario: Scenario) -> list[AnyMessage]:
+def history_messages(scenario: Scenario) -> list[AnyMessage]:
     """The scenario's ``history:`` as engine messages."""
     out: list[AnyMessage] = []
     for m in scenario.history:
@@ -123,6 +113,10 @@ class Build:
         """The next simulated tool body waits for the abort (``abort: {during_tool: N}``)."""
         self.held: set[str] = set()
         """The tools whose simulated body :meth:`_held` wraps."""
+        self.trace: list[dict[str, Any]] = []
+        """The run's trace as it is recorded (the runner sets it)."""
+        self.steps: list[StepRecord] = []
+        """A conversation's execs as they end (see :mod:`._conversation`)."""
         self.entries: dict[str, Any] = {}
         for name, spec in scenario.tools.items():
             self.entries[name] = self._entry(name, spec)
@@ -166,8 +160,9 @@ class Build:
 
     def _body(self, name: str, spec: ToolDef) -> Callable[..., Any]:
         body = self._simulated(name, spec)
-        abort = self.scenario.abort
-        if abort is None or abort.during_tool is None:
+        steps = self.scenario.conversation or ()
+        aborts = [self.scenario.abort, *(step.abort for step in steps)]
+        if not any(a is not None and a.during_tool for a in aborts):
             return body
         self.held.add(name)
         return self._held(body)
@@ -253,7 +248,16 @@ class Injections:
     event loop as the tool call or the model call starts: the abort then lands at its first
     await, while it waits."""
 
-    def __init__(self, scenario: Scenario, runtime: Runtime, build: Build | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        runtime: Runtime,
+        build: Build | None = None,
+        *,
+        calls_before: int = 0,
+    ) -> None:
+        """``scenario`` gives the points (a conversation's step view, for one of its execs);
+        ``calls_before``: the model calls before this exec (its turns come after them)."""
         self.runtime = runtime
         self.build = build
         self.tools = 0
@@ -265,7 +269,7 @@ class Injections:
         self.early = (
             abort is not None
             and abort.during_turn is not None
-            and _waits_first(scenario, abort.during_turn)
+            and _waits_first(scenario, calls_before + abort.during_turn)
         )
         """``during_turn`` lands while the model call waits, before any streamed piece."""
         self.wants_updates = abort is not None and abort.during_turn is not None and not self.early

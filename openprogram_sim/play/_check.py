@@ -380,10 +380,44 @@ def request_check(scenario: Any) -> Callable[[list[dict[str, Any]]], list[Failur
     return functools.partial(check_requests, scenario)
 
 
+_Check = Callable[[RunOutcome, list[Failure]], None]
+
+_ONE_EXEC: tuple[_Check, ...] = (
+    _check_raises,
+    _check_result,
+    _check_calls,
+    _check_points,
+    _check_requests,
+    _check_events,
+    _check_history,
+)
+"""What each exec of a conversation is checked for (as a scenario of one exec)."""
+
+
+def _check_conversation(outcome: RunOutcome, out: list[Failure]) -> None:
+    """Each exec of a conversation against its step's ``expect:``, its failures titled by
+    the exec (their lines are in the step)."""
+    for i, step in enumerate(outcome.steps):
+        failures: list[Failure] = []
+        _run_checks(_ONE_EXEC, step, failures)
+        for failure in failures:
+            failure.title = f"exec {i + 1}: {failure.title}"
+        out.extend(failures)
+
+
+def _run_checks(checks: tuple[_Check, ...], outcome: RunOutcome, out: list[Failure]) -> None:
+    for check in checks:
+        try:
+            check(outcome, out)
+        except MatchTimeoutError as exc:  # a pattern that backtracks: the check fails, named
+            out.append(Failure("a $regex expectation could not be checked", str(exc)))
+
+
 def check_outcome(outcome: RunOutcome) -> Verdict:
-    """Check ``outcome`` against its scenario's ``expect:``."""
+    """Check ``outcome`` against its scenario's ``expect:`` (a conversation: each exec
+    against its step's, then the whole against the top level's)."""
     failures: list[Failure] = []
-    steps: tuple[Callable[[RunOutcome, list[Failure]], None], ...] = (
+    steps: tuple[_Check, ...] = (
         _check_hooks,
         _check_time,
         _check_raises,
@@ -394,13 +428,12 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
         _check_events,
         _check_history,
     )
+    if outcome.scenario.conversation is not None:  # result and raises are each exec's
+        steps = (_check_hooks, _check_time, _check_conversation, _check_calls)
+        steps += (_check_requests, _check_events, _check_history)
     if outcome.timed_out is not None:  # the rest would only restate the abort
         steps = (_check_hooks, _check_time)
     if not outcome.started:  # its setup failed: there is nothing else to check
         steps = (_check_hooks,)
-    for step in steps:
-        try:
-            step(outcome, failures)
-        except MatchTimeoutError as exc:  # a pattern that backtracks: the check fails, named
-            failures.append(Failure("a $regex expectation could not be checked", str(exc)))
+    _run_checks(steps, outcome, failures)
     return Verdict(outcome, failures)

@@ -5,13 +5,15 @@ prompt, replies, tool results, steering and follow-ups). The run's events carry 
 ones (``agent_end``'s ``messages``); the given ones are the scenario's ``history:`` (or, in a
 conversation, what the execs before added to it). For a ``call:`` entry point the history
 its code passed is read back from the last request of that exec (the messages it held before
-the first one the run added), so it is known once the model was called.
+the first one the run added), so it is known once the model was called. Each exec of a
+conversation leaves a :class:`StepRecord`: the history it was given and what it added.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from openprogram.events import AgentEvent
@@ -19,7 +21,27 @@ from openprogram.types import AnyMessage
 from openprogram_sim.models import ScriptedRequest
 from openprogram_sim.trace import describe, matches, show
 
-__all__ = ["HistoryKeeper", "history_mismatch"]
+__all__ = ["HistoryKeeper", "StepRecord", "history_mismatch"]
+
+
+@dataclass(slots=True, kw_only=True)
+class StepRecord:
+    """One exec of a conversation, as it ended: where its part of the run is (its slices of
+    the trace and of the model calls), what it returned or raised, and the history it was
+    given and added to."""
+
+    index: int
+    trace: tuple[int, int]
+    """``(start, end)`` of its entries in the run's trace."""
+    calls: tuple[int, int]
+    """``(start, end)`` of its model calls among the run's requests."""
+    result: Any
+    error: Exception | None
+    given: list[AnyMessage]
+    added: list[AnyMessage]
+    unfired: list[str]
+    """Its steering entries and abort whose point it never reached."""
+    duration: float
 
 
 class HistoryKeeper:

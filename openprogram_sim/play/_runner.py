@@ -26,7 +26,8 @@ from openprogram.providers import Context, Provider, StreamOptions
 from openprogram.types import AnyMessage, Usage
 from openprogram_sim.errors import MisuseError
 from openprogram_sim.models import ScriptedModel, ScriptedRequest
-from openprogram_sim.play._build import Build, Injections, entry
+from openprogram_sim.play._build import Build, Injections
+from openprogram_sim.play._conversation import entry, step_outcomes
 from openprogram_sim.play._deadline import (
     CANCEL_SECONDS,
     Deadline,
@@ -34,6 +35,7 @@ from openprogram_sim.play._deadline import (
     LoopBlockedError,
     blocked_by,
 )
+from openprogram_sim.play._history import StepRecord
 from openprogram_sim.play._hooks import HookFailure, Hooks
 from openprogram_sim.scenario import Scenario, scenario_env
 from openprogram_sim.trace import TraceRecorder
@@ -86,10 +88,18 @@ class RunOutcome:
     hook_failures: list[HookFailure] = field(default_factory=list)
     """What of the scenario's ``setup:``/``teardown:`` failed (or ``fixtures:`` without
     pytest); a setup that failed means the run never started."""
+    conversation: list[StepRecord] = field(default_factory=list)
+    """A ``conversation:``'s execs, each as it ended (see :attr:`steps`)."""
     final_messages: list[AnyMessage] = field(default_factory=list)
     """The outer exec's history when the run ended: the messages the model would see next
     (see :attr:`history`)."""
     _requests: _Requests | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def steps(self) -> list[RunOutcome]:
+        """A conversation's execs, each as a run outcome of its own (its events, model
+        calls, result or error and history; its scenario the step, with its ``expect:``)."""
+        return step_outcomes(self)
 
     @property
     def started(self) -> bool:
@@ -289,6 +299,7 @@ def _build_runtime(
     recorder = TraceRecorder()
     runtime.subscribe(recorder)
     runtime.subscribe(build.history)
+    build.trace = recorder.trace
     injections = None
     if scenario.steering or scenario.abort is not None:
         injections = Injections(scenario, runtime, build)
@@ -439,6 +450,7 @@ class _Play:
             blocked=blocked,
             final_messages=self.build.history.final(self.build.given_history, requests),
             hook_failures=self.hooks.failures,
+            conversation=list(self.build.steps),
         )
 
 

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from openprogram.types import Usage
     from openprogram_sim.errors import ScenarioError
     from openprogram_sim.play import Verdict
-    from openprogram_sim.scenario import Scenario
 
 __all__ = [
     "format_verdict",
@@ -123,15 +122,28 @@ def format_verdict(verdict: Verdict) -> str:
     return "\n\n".join(parts)
 
 
-def _scenario_run(scenario: Scenario, verdict: Verdict) -> dict[str, Any]:
+def _scenario_runs(verdict: Verdict) -> list[dict[str, Any]]:
+    """The scenario's run; a conversation's execs each as a run of its own, labelled by its
+    place and prompt (each exec a section of the report, its entries numbered from its
+    start, as its failures number them)."""
     outcome = verdict.outcome
-    return run_entry(
-        outcome.trace,
-        label=scenario.exec.content,
-        usage=list(outcome.usage),
-        steering=[s.text for s in scenario.steering],
-        follow_ups=[f.text for f in scenario.follow_ups],
-    )
+    steps = outcome.steps if outcome.scenario.conversation is not None else [outcome]
+    runs = []
+    for i, step in enumerate(steps):
+        scenario = step.scenario
+        label = scenario.exec.content
+        if len(steps) > 1:
+            label = f"exec {i + 1}/{len(steps)}: {label}"
+        runs.append(
+            run_entry(
+                step.trace,
+                label=label,
+                usage=list(step.usage),
+                steering=[s.text for s in scenario.steering],
+                follow_ups=[f.text for f in scenario.follow_ups],
+            )
+        )
+    return runs
 
 
 def scenario_props(verdict: Verdict) -> dict[str, Any]:
@@ -165,7 +177,7 @@ def scenario_record(verdict: Verdict, *, id: str, path: str) -> dict[str, Any]:
         "issues": [],
         "result": plain(result) if result is not None else None,
         "error": outcome.error_text,
-        "runs": [_scenario_run(scenario, verdict)],
+        "runs": _scenario_runs(verdict),
         "behaviours": _behaviours(verdict),
     }
 

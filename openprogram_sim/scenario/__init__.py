@@ -32,6 +32,7 @@ from openprogram_sim.scenario._python import (
 from openprogram_sim.scenario._schema import (
     AbortPoint,
     CassetteModel,
+    ConversationStep,
     EventExpect,
     ExecArgs,
     Expect,
@@ -51,6 +52,7 @@ from openprogram_sim.scenario._schema import (
 __all__ = [
     "AbortPoint",
     "CassetteModel",
+    "ConversationStep",
     "EventExpect",
     "ExecArgs",
     "Expect",
@@ -78,9 +80,9 @@ __all__ = [
 ]
 
 for _cls in (
-    AbortPoint, CassetteModel, ExecArgs, Expect, FollowUp, ForcedChoice, HistoryMessage,
-    MessageExpect, ModelTurn, PythonRefError, RaisesSpec, RequestExpect, Scenario, Steering,
-    ToolDef, ToolOutcome,
+    AbortPoint, CassetteModel, ConversationStep, ExecArgs, Expect, FollowUp, ForcedChoice,
+    HistoryMessage, MessageExpect, ModelTurn, PythonRefError, RaisesSpec, RequestExpect,
+    Scenario, Steering, ToolDef, ToolOutcome,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

@@ -1,6 +1,6 @@
 """The JSON Schema of scenario files, for editors (``openprogram-sim schema``, the published
 ``schema/scenario.schema.json``): the pydantic models' schema, with every event name and its
-fields typed, matchers described, and ``exec``/``call`` as the two top levels."""
+fields typed, matchers described, and ``exec``/``call``/``conversation`` as the top levels."""
 
 from __future__ import annotations
 
@@ -78,7 +78,8 @@ def json_schema() -> dict[str, Any]:
         "{cassette: FILE, model: PROVIDER:MODEL}, a recorded session replayed through the "
         "real adapter.",
     }
-    schema["oneOf"] = [{"required": ["exec"]}, {"required": ["call"]}]  # one top level
+    # one top level
+    schema["oneOf"] = [{"required": [k]} for k in ("exec", "call", "conversation")]
     defs["Matcher"] = _MATCHER
     defs["ExpectedEvent"] = _expected_event()
     _fill_placeholders(schema)

@@ -23,11 +23,14 @@ from openprogram_sim.errors import ScenarioError, ScenarioIssue
 from openprogram_sim.scenario._discover import CASSETTE_REASON
 from openprogram_sim.scenario._python import PythonRefError, import_ref, import_roots
 from openprogram_sim.scenario._schema import (
+    AbortPoint,
     CassetteFault,
     CassetteModel,
+    ConversationStep,
     ExecArgs,
     Expect,
     FollowUp,
+    HistoryMessage,
     MessageExpect,
     ModelTurn,
     RequestExpect,
@@ -84,8 +87,12 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         "steering": Steering,
         "follow_ups": FollowUp,
         "requests": RequestExpect,
-        "history": MessageExpect,
+        "expect_history": MessageExpect,
+        "history": HistoryMessage,
+        "abort": AbortPoint,
     }
+    if path[:1] == ("conversation",):  # a step: its own keys, then the top level's
+        return _fields_of(model, path[2:]) if len(path) > 2 else list(ConversationStep.model_fields)
     names = [p for p in path if isinstance(p, str)]
     if not names:
         key = ""
@@ -101,8 +108,10 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         key = "faults"
     elif names[0] == "model":
         key = "turn"
-    elif names[0] == "expect" and len(names) > 1 and names[1] in ("requests", "history"):
-        key = names[1]
+    elif names[0] == "expect" and len(names) > 1 and names[1] == "requests":
+        key = "requests"
+    elif names[0] == "expect" and len(names) > 1 and names[1] == "history":
+        key = "expect_history"
     else:
         key = names[0]
     target = targets.get(key, model)
@@ -174,20 +183,37 @@ def _semantic_issues(
         check_names(nested.get("tools"), ("tools", tool_name, "exec", "tools"), "exec.tools")
     for set_name, members in _dict(data.get("toolsets")).items():
         check_names(members, ("toolsets", set_name), f"toolset {set_name!r}")
-    expect = _dict(data.get("expect"))
-    if "call" not in data:  # with `call:`, the user's function may exec with tools of its own
-        offered = defined | {SEARCH_TOOL_NAME}  # offered by the loop when a tool is deferred
-        for i, request in enumerate(_list(expect.get("requests"))):
-            where = ("expect", "requests", i, "tools")
-            check_names(_dict(request).get("tools"), where, _where(where), offered)
-    _check_events(_list(expect.get("events")), ("expect", "events"), lines, file, issues)
-    _check_events(_list(expect.get("not_events")), ("expect", "not_events"), lines, file, issues)
-    for event_type in _dict(expect.get("counts")):
-        if event_type not in EVENT_FIELDS:
-            issues.append(_unknown_event(event_type, ("expect", "counts", event_type), lines, file))
-    _check_value_matchers(expect, lines, file, issues)
+    expects: list[tuple[tuple[Any, ...], Any]] = [(("expect",), data.get("expect"))]
+    for k, step in enumerate(_list(data.get("conversation"))):  # each exec of a conversation
+        step_exec = _dict(_dict(step).get("exec")).get("tools")
+        check_names(step_exec, ("conversation", k, "exec", "tools"), "exec.tools")
+        expects.append((("conversation", k, "expect"), _dict(step).get("expect")))
+    for base, raw in expects:
+        expect = _dict(raw)
+        if "call" not in data:  # with `call:`, the user's function may exec with tools of its own
+            offered = defined | {SEARCH_TOOL_NAME}  # offered by the loop when a tool is deferred
+            for i, request in enumerate(_list(expect.get("requests"))):
+                where = (*base, "requests", i, "tools")
+                check_names(_dict(request).get("tools"), where, _where(where), offered)
+        _check_expect(expect, base, lines, file, issues)
     _check_abort_turn(data, lines, file, issues)
     return issues
+
+
+def _check_expect(
+    expect: dict[str, Any],
+    base: tuple[Any, ...],
+    lines: LineMap,
+    file: str,
+    issues: list[ScenarioIssue],
+) -> None:
+    """An ``expect:`` mapping's events, counts and matchers (``base``: where it is)."""
+    _check_events(_list(expect.get("events")), (*base, "events"), lines, file, issues)
+    _check_events(_list(expect.get("not_events")), (*base, "not_events"), lines, file, issues)
+    for event_type in _dict(expect.get("counts")):
+        if event_type not in EVENT_FIELDS:
+            issues.append(_unknown_event(event_type, (*base, "counts", event_type), lines, file))
+    _check_value_matchers(expect, lines, file, issues, base)
 
 
 def _check_abort_turn(

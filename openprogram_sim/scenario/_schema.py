@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -33,6 +34,7 @@ __all__ = [
     "AbortPoint",
     "CassetteFault",
     "CassetteModel",
+    "ConversationStep",
     "EventExpect",
     "ExecArgs",
     "Expect",
@@ -508,6 +510,25 @@ class Expect(_Model):
     ] = Field(default_factory=dict, description="Event type -> how many.")
 
 
+class ConversationStep(_Model):
+    """One exec of a ``conversation:``: it continues the history the execs before it left
+    (the scenario's ``history:``, then each exec's prompt, replies and results)."""
+
+    exec: ExecArgs = Field(description="The arguments of this Runtime.exec call.")
+    steering: list[Steering] = Field(
+        default_factory=list, description="Steering for this exec (points counted within it)."
+    )
+    follow_ups: list[FollowUp] = Field(default_factory=list, description="Its follow-ups.")
+    abort: AbortPoint | None = Field(
+        None, description="Abort this exec at this point (counted within it)."
+    )
+    expect: Expect = Field(
+        default_factory=Expect,
+        description="What this exec must do: its result, raises, events, requests and calls "
+        "(counted within it), and the history it leaves.",
+    )
+
+
 _IDENTIFIER = r"^[A-Za-z_]\w*$"
 _REF = r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$"
 
@@ -568,7 +589,8 @@ class Scenario(_Model):
     )
     exec: ExecArgs = Field(
         default_factory=lambda: ExecArgs(content=""),
-        description="The arguments of Runtime.exec (required unless call: is given).",
+        description="The arguments of Runtime.exec (required unless call: or conversation: "
+        "is given).",
     )
     call: str | None = Field(
         None,
@@ -576,6 +598,12 @@ class Scenario(_Model):
         "(an @agentic_function, or any callable; a `runtime` parameter gets the run's runtime).",
     )
     args: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for call:.")
+    conversation: list[ConversationStep] | None = Field(
+        None,
+        min_length=1,
+        description="Instead of exec: several execs in order, each continuing the history "
+        "the one before it left; model: turns are consumed across them.",
+    )
     model: ModelField
     steering: list[Steering] = Field(default_factory=list)
     follow_ups: list[FollowUp] = Field(default_factory=list)
@@ -611,11 +639,41 @@ class Scenario(_Model):
     path: str = Field("", exclude=True, description="(set by the loader)")
     _lines: Any = PrivateAttr(default=None)
 
+    @field_validator("steering", "follow_ups", "abort")
+    @classmethod
+    def _not_beside_a_conversation(cls, value: Any, info: ValidationInfo) -> Any:
+        if value and info.data.get("conversation"):
+            raise ValueError(
+                f"with conversation:, {info.field_name}: belongs to the step whose exec it "
+                "is for (conversation: [{exec: ..., " + str(info.field_name) + ": ...}])"
+            )
+        return value
+
+    @field_validator("expect")
+    @classmethod
+    def _whole_conversation(cls, value: Expect, info: ValidationInfo) -> Expect:
+        given = sorted({"result", "raises"} & value.model_fields_set)
+        if given and info.data.get("conversation"):
+            raise ValueError(
+                f"with conversation:, expect.{' and expect.'.join(given)} belong to each step's "
+                "expect: (what that exec returned or raised); the top-level expect: is for "
+                "the whole conversation (events, requests, model_calls, history)"
+            )
+        return value
+
     @model_validator(mode="after")
     def _exec_or_call(self) -> Scenario:
         given = "exec" in self.model_fields_set
-        if self.call is None and not given:
-            raise ValueError("give exec: (the Runtime.exec call) or call: (your entry point)")
+        talk = self.conversation is not None
+        if talk and (given or self.call is not None):
+            raise ValueError(
+                "give conversation: (several execs) or exec: or call:, only one of them"
+            )
+        if self.call is None and not given and not talk:
+            raise ValueError(
+                "give exec: (the Runtime.exec call), call: (your entry point) or "
+                "conversation: (several execs on one history)"
+            )
         if self.call is not None and given:
             raise ValueError("give exec: or call:, not both (call: runs your own code)")
         if self.args and self.call is None:

@@ -458,8 +458,16 @@ def built_from(kind: str, node: dict[str, Any], depth: int) -> list[dict[str, An
 @pytest.mark.parametrize("path", SCENARIO_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_node_names_the_entries_it_was_built_from(path: Path) -> None:
     outcome = run_scenario(load_scenario(path))
-    recorded = outcome.trace  # what a failure's diff numbers
-    (run,) = scenario_record(check_outcome(outcome), id="x", path="x.yaml")["runs"]
+    runs = scenario_record(check_outcome(outcome), id="x", path="x.yaml")["runs"]
+    # what a failure's diff numbers: the trace; a conversation's exec's own part of it (each
+    # exec is a run of the record, and its failures number from its first entry)
+    parts = [s.trace for s in outcome.steps] if outcome.scenario.conversation else [outcome.trace]
+    assert len(runs) == len(parts)
+    for run, recorded in zip(runs, parts, strict=True):
+        _check_numbers(run, recorded)
+
+
+def _check_numbers(run: dict[str, Any], recorded: list[dict[str, Any]]) -> None:
     named: list[int] = []
     for kind, node, depth in nodes(run["timeline"]):
         at = (

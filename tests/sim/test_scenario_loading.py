@@ -121,7 +121,8 @@ def test_unknown_matcher_operator() -> None:
 
 def test_missing_required_keys() -> None:
     assert errors_of("scenario: x\nmodel: []\n") == [
-        "case.yaml:1: give exec: (the Runtime.exec call) or call: (your entry point)"
+        "case.yaml:1: give exec: (the Runtime.exec call), call: (your entry point) or "
+        "conversation: (several execs on one history)"
     ]
 
 
@@ -175,7 +176,7 @@ def test_json_schema_covers_every_key() -> None:
     assert set(schema["properties"]) == {
         "scenario", "description", "tags", "system_prompt", "registry", "env", "tools", "history",
         "toolsets", "exec", "call", "args", "model", "steering", "follow_ups", "abort",
-        "timeout", "setup", "teardown", "fixtures", "expect",
+        "timeout", "setup", "teardown", "fixtures", "expect", "conversation",
     }  # fmt: skip
     assert schema["properties"]["model"]["oneOf"] == [
         {"type": "array", "items": {"$ref": "#/$defs/ModelTurn"}},
@@ -185,7 +186,11 @@ def test_json_schema_covers_every_key() -> None:
     assert cassette["required"] == ["cassette"]
     assert {"cassette", "model", "ignore", "faults", "timing"} == set(cassette["properties"])
     assert schema["required"] == ["scenario", "model"]
-    assert schema["oneOf"] == [{"required": ["exec"]}, {"required": ["call"]}]
+    assert schema["oneOf"] == [
+        {"required": ["exec"]},
+        {"required": ["call"]},
+        {"required": ["conversation"]},
+    ]
     defs = schema["$defs"]
     assert {"returns", "raises", "exec", "defer"} <= set(defs["ToolDef"]["properties"])
     assert {"events", "events_mode", "not_events", "counts", "requests", "raises"} <= set(
