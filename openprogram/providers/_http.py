@@ -172,7 +172,7 @@ def tool_call_text(call: ToolCall) -> str:
     """A past tool call as text, for a request that may not carry tool blocks (one that
     offers no tools): the model still sees what was called."""
     args = call.arguments if isinstance(call.arguments, dict) else {}
-    return f"[called tool {call.name} (id {call.id}) with {json.dumps(args)}]"
+    return f"[called tool {call.name} (id {call.id}) with {json.dumps(args, ensure_ascii=False)}]"
 
 
 def tool_result_text(message: ToolResultMessage) -> str:

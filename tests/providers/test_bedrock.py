@@ -574,3 +574,11 @@ def test_registry_resolves_bedrock() -> None:
 
     provider = get_provider(f"bedrock:{MODEL}", bearer_token=TOKEN, region="us-east-1")
     assert isinstance(provider, bedrock.BedrockProvider)
+
+
+def test_a_past_call_as_text_keeps_non_ascii_arguments() -> None:
+    """The model reads the call as text: ``{"city": "Zürich"}``, not ``"Z\\u00fcrich"``."""
+    from openprogram.providers._http import tool_call_text
+
+    call = ToolCall(id="tu_1", name="get_weather", arguments={"city": "Zürich"})
+    assert tool_call_text(call) == '[called tool get_weather (id tu_1) with {"city": "Zürich"}]'
