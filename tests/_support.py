@@ -40,6 +40,37 @@ def compact(trace: list[dict[str, Any]], *, rounds: bool = False, depth: bool = 
     return out
 
 
+# Runs of ``compact`` entries that many expected sequences share, so that a test spells out
+# only what is its own. Each is spliced into a whole-sequence assertion (``[*OPENING, ...]``).
+OPENING = [
+    "agent_start",
+    "turn_start",
+    "message_start:user",
+    "message_end:user",
+    "message_start:assistant",
+]
+"""From ``agent_start`` to the first reply's ``message_start``: the prompt in turn 1."""
+
+OPENING_IN_ROUNDS = [f"{e}@{0 if e == 'agent_start' else 1}" for e in OPENING]
+""":data:`OPENING` as ``compact(trace, rounds=True)`` shows it."""
+
+LAST_TURN_STOPS = [
+    "turn_end",
+    "turn_start",
+    "message_start:assistant",
+    "message_end:assistant[]/stop",
+    "turn_end",
+    "agent_end:stop",
+]
+"""A turn of tool results ends; the next turn's text reply ends the run."""
+
+
+def ended_by_first_reply(reason: str) -> list[str]:
+    """The whole sequence of a run whose first reply stops with ``reason`` (``error``,
+    ``aborted``): no tool call, and ``agent_end`` gives the same reason."""
+    return [*OPENING, f"message_end:assistant[]/{reason}", "turn_end", f"agent_end:{reason}"]
+
+
 def tool(
     name: str, fn: Any, properties: dict[str, Any] | None = None, required: list[str] | None = None
 ) -> dict[str, Any]:

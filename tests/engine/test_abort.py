@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
-from _support import compact, make_runtime, tool
+from _support import OPENING, compact, ended_by_first_reply, make_runtime, tool
 
 from openprogram import Agent, RunAbortedError, Runtime, ToolRegistry
 from openprogram.agent import ABORTED_TEXT, SKIPPED_TEXT, AbortSignal
@@ -22,16 +22,7 @@ from openprogram_sim.trace import TraceRecorder
 
 NOOP = tool("noop", lambda: "ok")
 
-ABORTED_RUN = [
-    "agent_start",
-    "turn_start",
-    "message_start:user",
-    "message_end:user",
-    "message_start:assistant",
-    "message_end:assistant[]/aborted",
-    "turn_end",
-    "agent_end:aborted",
-]
+ABORTED_RUN = ended_by_first_reply("aborted")
 
 
 def in_another_thread(fn: Callable[[], None]) -> None:
@@ -353,11 +344,7 @@ def test_abort_mid_batch_answers_every_unrun_call() -> None:
     assert result.reason == "aborted"
     assert ran == ["first"]
     assert compact(rec.trace) == [
-        "agent_start",
-        "turn_start",
-        "message_start:user",
-        "message_end:user",
-        "message_start:assistant",
+        *OPENING,
         "message_end:assistant[first,second,noop]/toolUse",
         "tool_start:first",
         "tool_end:first:ok",

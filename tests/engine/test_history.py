@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from _support import compact, make_runtime, tool
+from _support import LAST_TURN_STOPS, OPENING, compact, make_runtime, tool
 
 from openprogram import ArgumentTypeError, InvalidArgumentError
 from openprogram.types import (
@@ -42,22 +42,13 @@ def test_the_model_sees_the_history_before_the_new_content() -> None:
     assert history == before  # the caller's list is not appended to
     # only the new prompt is emitted; the history is not replayed as events
     assert compact(rec.trace) == [
-        "agent_start",
-        "turn_start",
-        "message_start:user",
-        "message_end:user",
-        "message_start:assistant",
+        *OPENING,
         "message_end:assistant[noop]/toolUse",
         "tool_start:noop",
         "tool_end:noop:ok",
         "message_start:toolResult",
         "message_end:toolResult",
-        "turn_end",
-        "turn_start",
-        "message_start:assistant",
-        "message_end:assistant[]/stop",
-        "turn_end",
-        "agent_end:stop",
+        *LAST_TURN_STOPS,
     ]
     assert runtime.last_run is not None
     added = runtime.last_run.loop.messages

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _support import compact, make_runtime, tool
+from _support import OPENING, OPENING_IN_ROUNDS, compact, make_runtime, tool
 
 from openprogram import ModelError, RunAbortedError
 
@@ -30,11 +30,7 @@ def test_text_only_reply_finishes_and_is_the_result() -> None:
     runtime, model, rec = make_runtime([{"text": "Hello there."}])
     assert runtime.exec("hi", tools=[ADD]) == "Hello there."
     assert compact(rec.trace, rounds=True) == [
-        "agent_start@0",
-        "turn_start@1",
-        "message_start:user@1",
-        "message_end:user@1",
-        "message_start:assistant@1",
+        *OPENING_IN_ROUNDS,
         "message_end:assistant[]/stop@1",
         "turn_end@1",
         "agent_end:stop@1",
@@ -51,11 +47,7 @@ def test_tool_call_is_executed_and_result_fed_back_before_next_round() -> None:
     )
     assert runtime.exec("2+3?", tools=[ADD]) == "It is 5."
     assert compact(rec.trace, rounds=True) == [
-        "agent_start@0",
-        "turn_start@1",
-        "message_start:user@1",
-        "message_end:user@1",
-        "message_start:assistant@1",
+        *OPENING_IN_ROUNDS,
         "message_end:assistant[add]/toolUse@1",
         "tool_start:add@1",
         "tool_end:add:ok@1",
@@ -200,11 +192,7 @@ def test_error_stop_ends_the_run_at_once_without_running_tools() -> None:
     assert calls == []
     assert info.value.message is not None and info.value.message.stop_reason == "error"
     assert compact(rec.trace) == [
-        "agent_start",
-        "turn_start",
-        "message_start:user",
-        "message_end:user",
-        "message_start:assistant",
+        *OPENING,
         "message_end:assistant[echo]/error",
         "turn_end",
         "agent_end:error",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _support import compact, make_runtime, tool
+from _support import LAST_TURN_STOPS, OPENING, compact, make_runtime, tool
 
 from openprogram import Runtime, ToolRegistry, current_depth
 from openprogram_sim.models import ScriptedModel
@@ -47,11 +47,7 @@ def test_nested_exec_inherits_the_outer_tools_list() -> None:
         (0, 2, ["research", "leaf"]),
     ]
     assert compact(rec.trace, depth=True) == [
-        "agent_start",
-        "turn_start",
-        "message_start:user",
-        "message_end:user",
-        "message_start:assistant",
+        *OPENING,
         "message_end:assistant[research]/toolUse",
         "tool_start:research",
         "  agent_start",
@@ -73,12 +69,7 @@ def test_nested_exec_inherits_the_outer_tools_list() -> None:
         "tool_end:research:ok",
         "message_start:toolResult",
         "message_end:toolResult",
-        "turn_end",
-        "turn_start",
-        "message_start:assistant",
-        "message_end:assistant[]/stop",
-        "turn_end",
-        "agent_end:stop",
+        *LAST_TURN_STOPS,
     ]
     research_end = next(
         e for e in rec.trace if e["type"] == "tool_execution_end" and e["tool_name"] == "research"

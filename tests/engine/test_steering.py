@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _support import compact, make_runtime, tool
+from _support import OPENING_IN_ROUNDS, compact, make_runtime, tool
 
 from openprogram import Agent
 from openprogram.agent import SKIPPED_TEXT
@@ -65,11 +65,7 @@ def test_steering_skips_every_remaining_call() -> None:
     assert runtime.exec("Find three things.", tools=[SEARCH]) == "Switching to the new request."
     assert SEARCH_LOG == ["a"]
     assert compact(rec.trace, rounds=True) == [
-        "agent_start@0",
-        "turn_start@1",
-        "message_start:user@1",
-        "message_end:user@1",
-        "message_start:assistant@1",
+        *OPENING_IN_ROUNDS,
         "message_end:assistant[search,search,search]/toolUse@1",
         "tool_start:search@1",
         "tool_end:search:ok@1",
@@ -148,11 +144,7 @@ def test_pending_steering_keeps_the_loop_alive_after_a_text_reply() -> None:
     runtime.subscribe(listener)
     assert runtime.exec("go", tools=[SEARCH]) == "second answer"
     assert compact(rec.trace, rounds=True) == [
-        "agent_start@0",
-        "turn_start@1",
-        "message_start:user@1",
-        "message_end:user@1",
-        "message_start:assistant@1",
+        *OPENING_IN_ROUNDS,
         "message_end:assistant[]/stop@1",
         "turn_end@1",
         "turn_start@2",
@@ -190,11 +182,7 @@ def test_follow_ups_start_another_pass_after_the_inner_loop_ends() -> None:
     runtime.follow_up("Also check Y.")
     assert runtime.exec("Find X.", tools=[SEARCH]) == "Here is Y."
     assert compact(rec.trace, rounds=True) == [
-        "agent_start@0",
-        "turn_start@1",
-        "message_start:user@1",
-        "message_end:user@1",
-        "message_start:assistant@1",
+        *OPENING_IN_ROUNDS,
         "message_end:assistant[]/stop@1",
         "turn_end@1",
         "turn_start@2",

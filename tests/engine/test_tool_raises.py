@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from _support import compact, make_runtime, tool
+from _support import LAST_TURN_STOPS, OPENING, compact, ended_by_first_reply, make_runtime, tool
 
 from openprogram import Agent, ModelError, RunAbortedError
 from openprogram.providers import Context, StreamOptions
@@ -40,11 +40,7 @@ def ends(trace: list[dict[str, Any]]) -> list[tuple[str, bool, str | None, str]]
 
 
 ONE_ROUND_OF_TWO_CALLS = [
-    "agent_start",
-    "turn_start",
-    "message_start:user",
-    "message_end:user",
-    "message_start:assistant",
+    *OPENING,
     "message_end:assistant[t,noop]/toolUse",
     "tool_start:t",
     "tool_end:t:error",
@@ -86,12 +82,7 @@ def test_a_tool_raising_cancelled_error_itself_is_an_error_result_and_the_loop_g
         "tool_end:noop:ok",  # the next call of the batch still runs
         "message_start:toolResult",
         "message_end:toolResult",
-        "turn_end",
-        "turn_start",
-        "message_start:assistant",
-        "message_end:assistant[]/stop",
-        "turn_end",
-        "agent_end:stop",
+        *LAST_TURN_STOPS,
     ]
     assert ends(rec.trace) == [
         ("t", True, "raised", "CancelledError raised by the tool"),
@@ -181,16 +172,7 @@ def test_a_provider_raising_cancelled_error_itself_is_a_model_error() -> None:
     assert result.final is not None and result.final.error_message == (
         "Provider raised CancelledError: pool closed on its own (the run was not cancelled)"
     )
-    assert compact(rec.trace) == [
-        "agent_start",
-        "turn_start",
-        "message_start:user",
-        "message_end:user",
-        "message_start:assistant",
-        "message_end:assistant[]/error",
-        "turn_end",
-        "agent_end:error",
-    ]
+    assert compact(rec.trace) == ended_by_first_reply("error")
 
 
 def test_exec_over_a_provider_raising_cancelled_error_raises_model_error() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _support import compact, run_cli
+from _support import OPENING, compact, ended_by_first_reply, run_cli
 
 from openprogram_sim import (
     ScenarioError,
@@ -42,11 +42,7 @@ def test_during_tool_cancels_the_call_in_flight_and_skips_the_rest() -> None:
     outcome = run_scenario(parse_scenario(BATCH, "batch.yaml"))
     assert type(outcome.error).__name__ == "RunAbortedError"
     assert compact(outcome.trace) == [
-        "agent_start",
-        "turn_start",
-        "message_start:user",
-        "message_end:user",
-        "message_start:assistant",
+        *OPENING,
         "message_end:assistant[search,fetch,search]/toolUse",
         "tool_start:search",
         "tool_end:search:ok",
@@ -206,16 +202,7 @@ def test_during_turn_aborts_a_model_that_hangs_before_any_piece() -> None:
     outcome = run_scenario(parse_scenario(HANG, "hang.yaml"))
     assert outcome.timed_out is None and outcome.duration < 1
     assert outcome.model_calls == 1 and outcome.unfired == []
-    assert compact(outcome.trace) == [
-        "agent_start",
-        "turn_start",
-        "message_start:user",
-        "message_end:user",
-        "message_start:assistant",
-        "message_end:assistant[]/aborted",
-        "turn_end",
-        "agent_end:aborted",
-    ]
+    assert compact(outcome.trace) == ended_by_first_reply("aborted")
     assert outcome.trace[5]["text"] == ""
     assert type(outcome.error).__name__ == "RunAbortedError"
 

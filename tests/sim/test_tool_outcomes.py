@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _support import compact, run_cli
+from _support import LAST_TURN_STOPS, compact, run_cli
 
 from openprogram_sim import ScenarioError, check_outcome, parse_scenario, run_scenario
 
@@ -49,12 +49,7 @@ def test_each_call_takes_the_next_outcome_and_the_last_repeats() -> None:
     ]
     # a raise is a tool error the model sees: the loop goes on, round after round
     assert compact(outcome.trace)[-6:] == [
-        "turn_end",
-        "turn_start",
-        "message_start:assistant",
-        "message_end:assistant[]/stop",
-        "turn_end",
-        "agent_end:stop",
+        *LAST_TURN_STOPS,
     ]
 
 
