@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,24 @@ def tool(
         "spec": {"name": name, "description": f"{name} tool", "parameters": params},
         "execute": fn,
     }
+
+
+def aborting_tools(
+    ran: list[str], abort: Callable[[], None], names: tuple[str, str] = ("first", "second")
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two tools that append their name to ``ran`` when they run: the first calls ``abort()``
+    and returns ``"aborting"``; the second, called after it, must not run once aborted."""
+
+    def first() -> str:
+        ran.append(names[0])
+        abort()
+        return "aborting"
+
+    def second() -> str:
+        ran.append(names[1])
+        return "should not run"
+
+    return tool(names[0], first), tool(names[1], second)
 
 
 def make_runtime(turns: list[Any], **kwargs: Any) -> tuple[Runtime, ScriptedModel, TraceRecorder]:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import pytest
-from _support import OPENING, compact, ended_by_first_reply, make_runtime, tool
+from _support import OPENING, aborting_tools, compact, ended_by_first_reply, make_runtime, tool
 
 from openprogram import Agent, RunAbortedError, Runtime, ToolRegistry
 from openprogram.agent import ABORTED_TEXT, SKIPPED_TEXT, AbortSignal
@@ -144,16 +144,7 @@ def test_nested_exec_in_a_worker_thread_aborts_the_whole_run(
         ran.append("research")
         return str(box["rt"].exec("dig", tools=[STOP, LATE]))
 
-    def stop() -> str:
-        ran.append("stop")
-        box["rt"].abort()
-        return "stopping"
-
-    def late() -> str:
-        ran.append("late")
-        return "too late"
-
-    STOP, LATE = tool("stop", stop), tool("late", late)
+    STOP, LATE = aborting_tools(ran, lambda: box["rt"].abort(), ("stop", "late"))
     runtime, model, rec = make_runtime(
         [
             {"tool_calls": [{"research": {}}, {"late": {}}]},
@@ -322,19 +313,11 @@ def test_abort_mid_batch_answers_every_unrun_call() -> None:
     ran: list[str] = []
     box: dict[str, Agent] = {}
 
-    def first() -> str:
-        ran.append("first")
-        box["agent"].abort()
-        return "aborting"
-
-    def second() -> str:
-        ran.append("second")
-        return "should not run"
-
+    first, second = aborting_tools(ran, lambda: box["agent"].abort())
     model = ScriptedModel(
         [{"tool_calls": [{"first": {}}, {"second": {}}, {"noop": {}}]}, "picked up"]
     )
-    agent = Agent(model, tools=[tool("first", first), tool("second", second), NOOP])
+    agent = Agent(model, tools=[first, second, NOOP])
     box["agent"] = agent
     rec = TraceRecorder()
     agent.subscribe(rec)

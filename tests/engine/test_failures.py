@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 import pytest
-from _support import compact, make_runtime, tool
+from _support import aborting_tools, compact, make_runtime, tool
 
 from openprogram import Agent, ModelError, RunAbortedError, Runtime, ToolRegistry
 from openprogram.agent import (
@@ -122,19 +122,11 @@ def test_abort_from_a_tool_stops_the_run_and_no_tool_starts_after_it() -> None:
     started: list[str] = []
     box: dict[str, Runtime] = {}
 
-    def first() -> str:
-        started.append("first")
-        box["rt"].abort()
-        return "aborting"
-
-    def second() -> str:
-        started.append("second")
-        return "should not run"
-
+    first, second = aborting_tools(started, lambda: box["rt"].abort())
     runtime, model, rec = make_runtime([{"tool_calls": [{"first": {}}, {"second": {}}]}, "never"])
     box["rt"] = runtime
     with pytest.raises(RunAbortedError):
-        runtime.exec("go", tools=[tool("first", first), tool("second", second)])
+        runtime.exec("go", tools=[first, second])
     assert started == ["first"]
     assert model.calls == 1
     assert compact(rec.trace)[-10:] == [
@@ -156,16 +148,27 @@ def test_abort_from_a_tool_stops_the_run_and_no_tool_starts_after_it() -> None:
     assert_balanced(rec.trace)
 
 
-def test_abort_from_another_task_while_the_model_streams() -> None:
-    model = ScriptedModel([{"text": "thinking hard", "fault": "hang"}])
-    agent = Agent(model)
+def hanging_agent(text: str) -> tuple[Agent, TraceRecorder]:
+    """An agent whose model streams ``text`` and then hangs, and the recorder of its trace."""
+    agent = Agent(ScriptedModel([{"text": text, "fault": "hang"}]))
     rec = TraceRecorder()
     agent.subscribe(rec)
+    return agent, rec
+
+
+async def prompt_until_streaming(agent: Agent) -> asyncio.Task[Any]:
+    """Start ``agent.prompt("go")`` and return its task once the reply has begun."""
+    task = asyncio.create_task(agent.prompt("go"))
+    while agent.state.stream_message is None:
+        await asyncio.sleep(0)
+    return task
+
+
+def test_abort_from_another_task_while_the_model_streams() -> None:
+    agent, rec = hanging_agent("thinking hard")
 
     async def main() -> Any:
-        task = asyncio.create_task(agent.prompt("go"))
-        while agent.state.stream_message is None:
-            await asyncio.sleep(0)
+        task = await prompt_until_streaming(agent)
         assert agent.state.is_streaming
         agent.abort()
         return await task
@@ -183,15 +186,10 @@ def test_abort_from_another_task_while_the_model_streams() -> None:
 
 
 def test_outside_cancellation_propagates_after_agent_end() -> None:
-    model = ScriptedModel([{"text": "slow", "fault": "hang"}])
-    agent = Agent(model)
-    rec = TraceRecorder()
-    agent.subscribe(rec)
+    agent, rec = hanging_agent("slow")
 
     async def main() -> None:
-        task = asyncio.create_task(agent.prompt("go"))
-        while agent.state.stream_message is None:
-            await asyncio.sleep(0)
+        task = await prompt_until_streaming(agent)
         task.cancel()
         await task
 

@@ -132,6 +132,18 @@ def test_steering_after_the_last_call_skips_nothing_and_enters_next_round() -> N
     assert model.requests[1].messages[-1].text == "also b"
 
 
+# A text reply ends turn 1; the queued user message (steering or follow-up) opens turn 2.
+QUEUED_MESSAGE_OPENS_TURN_2 = [
+    *OPENING_IN_ROUNDS,
+    "message_end:assistant[]/stop@1",
+    "turn_end@1",
+    "turn_start@2",
+    "message_start:user@2",
+    "message_end:user@2",
+    "message_start:assistant@2",
+]
+
+
 def test_pending_steering_keeps_the_loop_alive_after_a_text_reply() -> None:
     """Seed: "the inner while also runs on pending_messages, so queued user (steering)
     messages keep the loop alive even after a pure-text reply"."""
@@ -144,13 +156,7 @@ def test_pending_steering_keeps_the_loop_alive_after_a_text_reply() -> None:
     runtime.subscribe(listener)
     assert runtime.exec("go", tools=[SEARCH]) == "second answer"
     assert compact(rec.trace, rounds=True) == [
-        *OPENING_IN_ROUNDS,
-        "message_end:assistant[]/stop@1",
-        "turn_end@1",
-        "turn_start@2",
-        "message_start:user@2",
-        "message_end:user@2",
-        "message_start:assistant@2",
+        *QUEUED_MESSAGE_OPENS_TURN_2,
         "message_end:assistant[]/stop@2",
         "turn_end@2",
         "agent_end:stop@2",
@@ -182,13 +188,7 @@ def test_follow_ups_start_another_pass_after_the_inner_loop_ends() -> None:
     runtime.follow_up("Also check Y.")
     assert runtime.exec("Find X.", tools=[SEARCH]) == "Here is Y."
     assert compact(rec.trace, rounds=True) == [
-        *OPENING_IN_ROUNDS,
-        "message_end:assistant[]/stop@1",
-        "turn_end@1",
-        "turn_start@2",
-        "message_start:user@2",
-        "message_end:user@2",
-        "message_start:assistant@2",
+        *QUEUED_MESSAGE_OPENS_TURN_2,
         "message_end:assistant[search]/toolUse@2",
         "tool_start:search@2",
         "tool_end:search:ok@2",
