@@ -8,6 +8,7 @@ failing chunk with the lowest index is the one reported (:func:`run_chunks`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import multiprocessing
@@ -15,8 +16,11 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
 
 from openprogram_sim.fuzz._results import FuzzFailure
 from openprogram_sim.fuzz._stats import FuzzStats
@@ -29,8 +33,11 @@ __all__ = [
     "chunk_seed",
     "plan_chunks",
     "run_chunks",
+    "search_chunk",
     "search_settings",
 ]
+
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -100,6 +107,30 @@ def search_settings(chunk: Chunk) -> settings:
         verbosity=Verbosity.quiet,
         print_blob=False,
     )
+
+
+def search_chunk(
+    chunk: Chunk,
+    scenarios: st.SearchStrategy[_T],
+    run_one: Callable[[_T], None],
+    *,
+    tolerate: tuple[type[BaseException], ...] = (),
+) -> None:
+    """Search ``chunk``: Hypothesis feeds ``run_one`` batches of ``chunk.batch`` scenarios
+    under the chunk's seed and :func:`search_settings`, so both campaigns search alike.
+    ``run_one`` keeps its own failure and raises :class:`Violation` to have it shrunk; the
+    search's last error is not the report, so it (and any error in ``tolerate``) ends the
+    search quietly."""
+
+    @hypothesis_seed(chunk.seed)
+    @search_settings(chunk)
+    @given(st.lists(scenarios, min_size=chunk.batch, max_size=chunk.batch))
+    def search(batch: list[_T]) -> None:
+        for scenario in batch:
+            run_one(scenario)
+
+    with contextlib.suppress(Violation, *tolerate):
+        search()
 
 
 def run_chunks(

@@ -22,7 +22,6 @@ otherwise the failure says why no file could express it (``FuzzFailure.unexpress
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import math
 import time
@@ -30,8 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
-from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from openprogram_sim.errors import ScenarioError
@@ -43,7 +40,7 @@ from openprogram_sim.fuzz._chunks import (
     Violation,
     plan_chunks,
     run_chunks,
-    search_settings,
+    search_chunk,
 )
 from openprogram_sim.fuzz._invariants import check_outcome_invariants
 from openprogram_sim.fuzz._results import CampaignResult, FuzzFailure
@@ -140,17 +137,7 @@ def _run_chunk(chunk: Chunk) -> ChunkResult:
             )
             raise Violation("\n".join(violations))
 
-    blobs = st.binary(min_size=SCENARIO_BYTES, max_size=SCENARIO_BYTES)
-
-    @hypothesis_seed(chunk.seed)
-    @search_settings(chunk)
-    @given(st.lists(blobs, min_size=chunk.batch, max_size=chunk.batch))
-    def search(batch: list[bytes]) -> None:
-        for blob in batch:
-            run_one(blob)
-
-    with contextlib.suppress(Violation):
-        search()
+    search_chunk(chunk, st.binary(min_size=SCENARIO_BYTES, max_size=SCENARIO_BYTES), run_one)
     elapsed = time.perf_counter() - start
     return ChunkResult(chunk.index, chunk.seed, chunk.runs, stats, state["failure"], elapsed)
 

@@ -28,7 +28,6 @@ it. Otherwise :attr:`FuzzFailure.unexpressed` says why.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import math
 import subprocess
 import sys
@@ -38,9 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Verbosity, find, given, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Verbosity, find, settings
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 
 from openprogram_sim.fuzz._chunks import (
@@ -50,7 +47,7 @@ from openprogram_sim.fuzz._chunks import (
     Violation,
     plan_chunks,
     run_chunks,
-    search_settings,
+    search_chunk,
 )
 from openprogram_sim.fuzz._regression import write_document
 from openprogram_sim.fuzz._results import Breach, CampaignResult, FuzzFailure
@@ -162,16 +159,8 @@ def _run_tool_chunk(
                 state["stop"] = True  # the hanging call is known: no shrinking
             raise Violation("\n".join(report.violations))
 
-        @hypothesis_seed(chunk.seed)
-        @search_settings(chunk)
-        @given(st.lists(scenario, min_size=chunk.batch, max_size=chunk.batch))
-        def search(batch: list[dict[str, Any]]) -> None:
-            for data in batch:
-                run_one(data)
-
         # Flaky: a hang is not run again while Hypothesis replays it
-        with contextlib.suppress(Violation, Flaky):
-            search()
+        search_chunk(chunk, scenario, run_one, tolerate=(Flaky,))
     elapsed = time.perf_counter() - start
     return ChunkResult(chunk.index, chunk.seed, chunk.runs, stats, state["failure"], elapsed)
 
