@@ -15,6 +15,9 @@ from openprogram import Runtime, ToolRegistry
 from openprogram_sim.models import ScriptedModel
 from openprogram_sim.trace import TraceRecorder
 
+ONE_SEARCH = (Path(__file__).parent / "sim" / "data" / "one_search.yaml").read_text()
+"""A scenario file that passes: the model calls ``search`` once, then answers "Found."."""
+
 
 def compact(trace: list[dict[str, Any]], *, rounds: bool = False, depth: bool = False) -> list[str]:
     """One short string per trace entry, for asserting whole event sequences."""

@@ -10,24 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from _support import CliResult, run_cli
+from _support import ONE_SEARCH, CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
 CLI = Path(sys.executable).parent / "openprogram-sim"
 
-PASSING = """\
-scenario: one search
-tags: [basics]
-tools:
-  search: {returns: "hit"}
-exec: {content: "Find it.", tools: [search]}
-model:
-  - tool_calls: [{search: {}}]
-  - text: "Found."
-expect:
-  result: "Found."
-"""
+PASSING = ONE_SEARCH.replace("scenario: one search\n", "scenario: one search\ntags: [basics]\n")
 
 
 def run(*args: str, cwd: Path = ROOT) -> CliResult:

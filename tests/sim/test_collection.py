@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _support import run_cli
+from _support import ONE_SEARCH, run_cli
 
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.scenario import discover, load_scenario, not_a_scenario
@@ -39,17 +39,9 @@ expect:
   model_calls: 2
 """
 
-REGRESSION = """\
-scenario: a fuzz regression (a scenario like any other)
-tools:
-  search: {returns: "hit"}
-exec: {content: "Find it.", tools: [search]}
-model:
-  - tool_calls: [{search: {}}]
-  - text: "Found."
-expect:
-  result: "Found."
-"""
+REGRESSION = ONE_SEARCH.replace(
+    "scenario: one search", "scenario: a fuzz regression (a scenario like any other)"
+)
 
 VCRPY = "interactions:\n- request:\n    body: null\n    method: GET\n    uri: http://x/\n" \
     "  response:\n    status: {code: 200, message: OK}\nversion: 1\n"  # fmt: skip

@@ -12,23 +12,13 @@ import os
 from pathlib import Path
 
 import pytest
-from _support import CliResult, run_cli
+from _support import ONE_SEARCH, CliResult, run_cli
 
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.scenario import discover, load_scenario, parse_scenario
 from openprogram_sim.scenario._yaml import MAX_BYTES, MAX_DEPTH, MAX_VALUES
 
-GOOD = """\
-scenario: one search
-tools:
-  search: {returns: "hit"}
-exec: {content: "Find it.", tools: [search]}
-model:
-  - tool_calls: [{search: {}}]
-  - text: "Found."
-expect:
-  result: "Found."
-"""
+GOOD = ONE_SEARCH
 
 
 def alias_bomb() -> str:
