@@ -35,6 +35,7 @@ from openprogram.agent.agent_loop import Listener, LoopResult, new_run_id
 from openprogram.errors import (
     ArgumentTypeError,
     DecisionError,
+    InvalidArgumentError,
     ModelError,
     RunAbortedError,
 )
@@ -157,7 +158,8 @@ class _ExecCall:
     """One exec call, its arguments checked (see :meth:`Runtime.exec`): what to send, the
     tools asked for, and the run's options."""
 
-    content: Content
+    content: Content | None
+    """None: no new prompt (the run continues ``history``)."""
     tools: Sequence[Any] | None
     """The ``tools=`` list as given; None: inherited, else the registry's."""
     policy: ToolPolicy
@@ -290,7 +292,7 @@ class Runtime:
 
     def exec(
         self,
-        content: Content,
+        content: Content | None,
         tools: Sequence[Any] | None = None,
         toolset: str | None = None,
         tools_source: str | None = None,
@@ -311,6 +313,14 @@ class Runtime:
         none), else :class:`~openprogram.errors.InvalidArgumentError` names the call. The
         history is not emitted as events and not part of the run's messages (only
         ``content`` and what follows are); the list given is not modified.
+
+        ``content=None`` continues without a new prompt: the model is sent the history as
+        it is (a user turn not yet answered, or tool results the reply before them awaits),
+        and no prompt message is emitted or added. The history must then end with a user
+        message or a tool result, else :class:`~openprogram.errors.InvalidArgumentError`
+        says what it ends with; ``choices=`` needs a prompt (its instruction goes in it)::
+
+            runtime.exec(None, tools=[search], history=messages)  # answer what is pending
 
         Raises :class:`~openprogram.errors.ModelError` when the run ends on an error stop
         (its message is the provider's) and :class:`~openprogram.errors.RunAbortedError`
@@ -339,7 +349,7 @@ class Runtime:
 
     def aexec(
         self,
-        content: Content,
+        content: Content | None,
         tools: Sequence[Any] | None = None,
         toolset: str | None = None,
         tools_source: str | None = None,
@@ -389,14 +399,14 @@ class Runtime:
         """Run one exec: its agent in its scope, then its reply (or its pick)."""
         try:
             menu = Menu(call.choices) if call.choices is not None else None
-            agent, scope, prompt = self._prepare(call, menu)
+            agent, scope, prompts = self._prepare(call, menu)
             replies: list[str] = []
             if menu is not None:
                 agent.before_finish = _reask_once(menu, replies)
             scope.enter()
             self._enter(agent, scope.depth)
             try:
-                result = await agent.prompt(prompt, signal=signal, run_id=scope.run_id)
+                result = await agent.prompt(prompts, signal=signal, run_id=scope.run_id)
                 text = self._finish(result, scope.depth)
                 return text if menu is None else await self._decide(menu, text, replies)
             finally:
@@ -406,9 +416,14 @@ class Runtime:
             with self._lock:
                 self._signals.discard(signal)
 
-    def _prepare(self, call: _ExecCall, menu: Menu | None) -> tuple[Agent, _Scope, UserMessage]:
-        """Check the history; build the exec's agent, its scope and its prompt."""
+    def _prepare(
+        self, call: _ExecCall, menu: Menu | None
+    ) -> tuple[Agent, _Scope, list[UserMessage]]:
+        """Check the history; build the exec's agent, its scope and its prompt (none when
+        the exec continues the history)."""
         history = check_history(call.history)
+        if call.content is None:
+            _check_continue(history, menu)
         policy = call.policy.merged_over(_current_policy.get())
         resolved = self._resolve_tools(call.tools, policy)
         loaded = current_loaded_var.get()
@@ -430,12 +445,14 @@ class Runtime:
             provider_tools=deferral.provider_tools() if deferral is not None else None,
             listeners=self._listeners,  # shared: runtime subscribers see every depth
         )
+        if call.content is None:
+            return agent, scope, []
         prompt = _as_prompt(call.content)
         if menu is not None:
             prompt = UserMessage(
                 [*prompt.content, TextContent(menu.instruction())], timestamp=now_ms()
             )
-        return agent, scope, prompt
+        return agent, scope, [prompt]
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -534,6 +551,33 @@ def _reask_once(
         return []
 
     return before_finish
+
+
+def _check_continue(history: Sequence[AnyMessage], menu: Menu | None) -> None:
+    """An exec with ``content=None`` (no new prompt) needs a history the model can answer:
+    one that ends with a user message or a tool result."""
+    fix = (
+        "pass content (the next user turn), or a history that ends with a user message or "
+        "a tool result"
+    )
+    if menu is not None:
+        raise InvalidArgumentError(
+            "exec(content=None, choices=...): a pick needs a prompt to carry its instruction; "
+            "pass content (the question the model picks an answer to)"
+        )
+    if not history:
+        raise InvalidArgumentError(
+            f"exec(content=None) continues the history without a new prompt, but history= "
+            f"is empty, so there is nothing to answer; {fix}"
+        )
+    last = history[-1]
+    if isinstance(last, AssistantMessage):
+        raise InvalidArgumentError(
+            f"exec(content=None) continues the history without a new prompt, but the "
+            f"history ends with an assistant message (history[{len(history) - 1}], "
+            f"stop_reason {last.stop_reason!r}): the model would be asked to answer its own "
+            f"reply; {fix}"
+        )
 
 
 def _as_prompt(content: Content) -> UserMessage:
