@@ -24,6 +24,16 @@ NOOP = tool("noop", lambda: "ok")
 
 ABORTED_RUN = ended_by_first_reply("aborted")
 
+# The batch's last call, ``noop``, never runs: it is answered as aborted and the run ends.
+NOOP_UNRUN_THEN_END = [
+    "tool_start:noop",
+    "tool_end:noop:error",
+    "message_start:toolResult",
+    "message_end:toolResult",
+    "turn_end",
+    "agent_end:aborted",
+]
+
 
 def in_another_thread(fn: Callable[[], None]) -> None:
     """Call ``fn`` in a new thread and wait; what it raises is raised here."""
@@ -337,12 +347,7 @@ def test_abort_mid_batch_answers_every_unrun_call() -> None:
         "tool_end:second:error",
         "message_start:toolResult",
         "message_end:toolResult",
-        "tool_start:noop",
-        "tool_end:noop:error",
-        "message_start:toolResult",
-        "message_end:toolResult",
-        "turn_end",
-        "agent_end:aborted",
+        *NOOP_UNRUN_THEN_END,
     ]
     assert [(e.tool_name, e.skipped, e.result.skipped) for e in ends] == [
         ("first", False, False),
@@ -392,12 +397,7 @@ def test_abort_while_a_tool_awaits_answers_it_and_the_rest() -> None:
         "tool_end:wait:error",
         "message_start:toolResult",
         "message_end:toolResult",
-        "tool_start:noop",
-        "tool_end:noop:error",
-        "message_start:toolResult",
-        "message_end:toolResult",
-        "turn_end",
-        "agent_end:aborted",
+        *NOOP_UNRUN_THEN_END,
     ]
     assert results_of(agent.state.messages) == [
         ("wait", "Cancelled", True, False),  # it ran: not a skip

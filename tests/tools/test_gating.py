@@ -67,14 +67,8 @@ def test_each_layer_drops_its_tool_and_says_why(
 def test_layers_apply_in_the_documented_order(registry: ToolRegistry) -> None:
     """Tool i fails layer i and every later one: the first failing layer is reported, so
     allow cannot bring back what an earlier layer removed, and deny beats allow."""
-    assert LAYERS == (
-        "available_if",
-        "expose",
-        "toolset",
-        "tools_source",
-        "availability",
-        "tools_allow",
-        "tools_deny",
+    assert " > ".join(LAYERS) == (
+        "available_if > expose > toolset > tools_source > availability > tools_allow > tools_deny"
     )
     tools = []
     for i, layer in enumerate(LAYERS):
