@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from wire_support import make_provider, one_call
+from wire_support import make_provider, one_call, search_tool
 
 from openprogram import Runtime, ToolRegistry
 from openprogram.errors import ModelError
@@ -50,14 +50,7 @@ def _search(q: str) -> str:
     return "3 results"
 
 
-SEARCH = {
-    "spec": {
-        "name": "search",
-        "description": "Search.",
-        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
-    },
-    "execute": _search,
-}
+SEARCH = search_tool(_search)
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_support import MODE_IDS, MODES, make_provider
+from wire_support import MODE_IDS, MODES, make_provider, search_tool
 
 from openprogram import Runtime, ToolRegistry
 from openprogram.providers import tool_choice_fields
@@ -95,14 +95,7 @@ def _search(q: str) -> str:
     return f"results for {q}"
 
 
-SEARCH = {
-    "spec": {
-        "name": "search",
-        "description": "Search.",
-        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
-    },
-    "execute": _search,
-}
+SEARCH = search_tool(_search)
 OTHER = {
     "spec": {"name": "other", "description": "Other.", "parameters": {"type": "object"}},
     "execute": lambda: "other",

@@ -3,6 +3,7 @@ adapter as the model go through the runner's own seam, ``run_scenario(scenario, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from openprogram.providers import Context, StreamOptions
@@ -58,3 +59,15 @@ async def one_call(provider: Any, options: StreamOptions | None = None) -> Assis
         await provider.client.aclose()
     assert final is not None, "the provider ended without a done or error event"
     return final
+
+
+def search_tool(execute: Callable[[str], str]) -> dict[str, Any]:
+    """A ``search(q)`` tool entry (``"Search."``) that runs ``execute``."""
+    return {
+        "spec": {
+            "name": "search",
+            "description": "Search.",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        },
+        "execute": execute,
+    }
