@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from openprogram_sim.cli._arguments import add_pythonpath
+
 if TYPE_CHECKING:
     from openprogram_sim.fuzz import CampaignResult, FuzzStats, ToolTarget
 
@@ -185,14 +187,7 @@ def add_parser(sub: Any) -> None:
         metavar="REF[,REF...]",
         help="your tools (pkg.module:tool) or modules of tools (pkg.module), comma-separated",
     )
-    yours.add_argument(
-        "--pythonpath",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder your tools are imported from (repeatable; also [tool.openprogram] "
-        "pythonpath in pyproject.toml)",
-    )
+    add_pythonpath(yours, "tools")
     yours.add_argument(
         "--timeout",
         type=float,

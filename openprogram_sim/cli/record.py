@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openprogram.errors import OpenProgramError
+from openprogram_sim.cli._arguments import add_pythonpath
 from openprogram_sim.errors import CassetteError, ScenarioError
 
 __all__ = ["add_parser", "command"]
@@ -172,11 +173,5 @@ def add_parser(sub: Any) -> None:
         help="save the session even when every request got HTTP 401, 403 or 404 (by default "
         "such a session is a setup mistake: nothing is written and the exit status is 2)",
     )
-    record.add_argument(
-        "--pythonpath",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder the scenario's own Python is imported from (repeatable)",
-    )
+    add_pythonpath(record, "scenario")
     record.set_defaults(func=command)

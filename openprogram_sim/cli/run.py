@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from openprogram.errors import OpenProgramError
+from openprogram_sim.cli._arguments import add_pythonpath
 from openprogram_sim.coverage._cli import RunCoverage
 from openprogram_sim.coverage._cli import add_arguments as add_coverage_arguments
 from openprogram_sim.errors import ScenarioError
@@ -323,14 +324,7 @@ def add_parser(sub: Any) -> None:
         help="only scenarios tagged TAG (repeat for any of several; 'not TAG' drops them)",
     )
     run.add_argument("--report", metavar="PATH", help="also write a self-contained HTML report")
-    run.add_argument(
-        "--pythonpath",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder your tools are imported from (repeatable; also [tool.openprogram] "
-        "pythonpath in pyproject.toml)",
-    )
+    add_pythonpath(run, "tools")
     run.add_argument(
         "--model",
         metavar="PROVIDER:MODEL",

@@ -10,6 +10,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from openprogram_sim.cli._arguments import add_pythonpath
 from openprogram_sim.errors import ScenarioError
 
 __all__ = ["add_parser", "banner", "command"]
@@ -139,6 +140,12 @@ def _non_negative(kind: type[float] | type[int]) -> Any:
     return parse
 
 
+def _add_limit(parser: Any, flag: str, default: float, metavar: str, help: str) -> None:
+    """A server limit: a number of ``default``'s type, 0 for none, a negative one refused."""
+    kind = int if isinstance(default, int) else float
+    parser.add_argument(flag, type=_non_negative(kind), default=default, metavar=metavar, help=help)
+
+
 def add_parser(sub: Any) -> None:
     serve = sub.add_parser(
         "serve",
@@ -162,27 +169,15 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="start the script over when it runs out (load tests; nothing is left unserved)",
     )
-    serve.add_argument(
-        "--session-ttl",
-        type=_non_negative(float),
-        default=DEFAULT_SESSION_TTL,
-        metavar="SECONDS",
-        help="end a /s/NAME session idle this long; its report is kept for the one at exit "
+    _add_limit(
+        serve, "--session-ttl", DEFAULT_SESSION_TTL, "SECONDS",
+        "end a /s/NAME session idle this long; its report is kept for the one at exit "
         f"(default {DEFAULT_SESSION_TTL:g}; 0: never)",
-    )
-    serve.add_argument(
-        "--max-sessions",
-        type=_non_negative(int),
-        default=DEFAULT_MAX_SESSIONS,
-        metavar="N",
-        help="refuse a request that would open more live /s/NAME sessions (HTTP 503; "
+    )  # fmt: skip
+    _add_limit(
+        serve, "--max-sessions", DEFAULT_MAX_SESSIONS, "N",
+        "refuse a request that would open more live /s/NAME sessions (HTTP 503; "
         f"default {DEFAULT_MAX_SESSIONS}; 0: no cap)",
-    )
-    serve.add_argument(
-        "--pythonpath",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder the scenario's own Python is imported from (repeatable)",
-    )
+    )  # fmt: skip
+    add_pythonpath(serve, "scenario")
     serve.set_defaults(func=command)
