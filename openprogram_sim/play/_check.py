@@ -417,17 +417,7 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
     """Check ``outcome`` against its scenario's ``expect:`` (a conversation: each exec
     against its step's, then the whole against the top level's)."""
     failures: list[Failure] = []
-    steps: tuple[_Check, ...] = (
-        _check_hooks,
-        _check_time,
-        _check_raises,
-        _check_result,
-        _check_calls,
-        _check_points,
-        _check_requests,
-        _check_events,
-        _check_history,
-    )
+    steps: tuple[_Check, ...] = (_check_hooks, _check_time, *_ONE_EXEC)
     if outcome.scenario.conversation is not None:  # result and raises are each exec's
         steps = (_check_hooks, _check_time, _check_conversation, _check_calls)
         steps += (_check_requests, _check_events, _check_history)
