@@ -4,11 +4,13 @@
 A conversation runs its execs in order on one runtime: each continues the history the one
 before it left (the scenario's ``history:``, then every prompt, reply and result), the
 ``model:`` turns are consumed across them, and each exec's steering, follow-ups and abort
-are counted within it. Every exec's events go to the one trace, each between its own
-``agent_start`` and ``agent_end`` at depth 0. An exec that raises does not end the
-conversation (its ``expect:`` says whether it should have); the conversation ends after an
-exec that ran out of scripted turns, or that an abort it did not ask for ended (the time
-limit's).
+are counted within it. A step without ``exec.content`` continues without a new prompt
+(``aexec(None, history=...)``: the history is sent as it stands, e.g. ending with the tool
+results an abort left, which the model has not seen). Every exec's events go to the one
+trace, each between its own ``agent_start`` and ``agent_end`` at depth 0. An exec that
+raises does not end the conversation (its ``expect:`` says whether it should have); the
+conversation ends after an exec that ran out of scripted turns, or that an abort it did not
+ask for ended (the time limit's).
 
 Each exec leaves a :class:`~openprogram_sim.play._history.StepRecord`; :func:`step_outcomes`
 makes of each a run outcome of its own, whose scenario is the step seen as a file of one exec

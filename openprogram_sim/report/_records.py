@@ -131,7 +131,8 @@ def _scenario_runs(verdict: Verdict) -> list[dict[str, Any]]:
     runs = []
     for i, step in enumerate(steps):
         scenario = step.scenario
-        label = scenario.exec.content
+        content = scenario.exec.content
+        label = content if content is not None else "(continue, no new prompt)"
         if len(steps) > 1:
             label = f"exec {i + 1}/{len(steps)}: {label}"
         runs.append(

@@ -20,11 +20,13 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
+    ValidationError,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from openprogram.types import ErrorReason, Usage
 from openprogram_sim.models import ScriptStep, Turn, TurnToolCall, WireFault
@@ -45,6 +47,7 @@ __all__ = [
     "RaisesSpec",
     "RequestExpect",
     "Scenario",
+    "StepExecArgs",
     "Steering",
     "ToolDef",
     "ToolOutcome",
@@ -510,11 +513,24 @@ class Expect(_Model):
     ] = Field(default_factory=dict, description="Event type -> how many.")
 
 
+class StepExecArgs(ExecArgs):
+    """The ``exec:`` of a ``conversation:`` step: ``content`` may be left out (or null) to
+    continue without a new prompt (``Runtime.exec(None, history=...)``)."""
+
+    content: str | None = Field(  # type: ignore[assignment]
+        None,
+        description="The prompt; absent or null: continue without a new prompt (the history "
+        "must end with a user message or a tool result, as an aborted exec's does).",
+    )
+
+
 class ConversationStep(_Model):
     """One exec of a ``conversation:``: it continues the history the execs before it left
     (the scenario's ``history:``, then each exec's prompt, replies and results)."""
 
-    exec: ExecArgs = Field(description="The arguments of this Runtime.exec call.")
+    exec: StepExecArgs = Field(
+        description="The arguments of this Runtime.exec call (without content: a continue)."
+    )
     steering: list[Steering] = Field(
         default_factory=list, description="Steering for this exec (points counted within it)."
     )
@@ -648,6 +664,40 @@ class Scenario(_Model):
                 "is for (conversation: [{exec: ..., " + str(info.field_name) + ": ...}])"
             )
         return value
+
+    @field_validator("conversation")
+    @classmethod
+    def _first_step_has_a_prompt(
+        cls, value: list[ConversationStep] | None, info: ValidationInfo
+    ) -> list[ConversationStep] | None:
+        """The first exec may continue (no content) only a ``history:`` that ends with a user
+        message or a tool result; later ones continue what the exec before left."""
+        if not value or value[0].exec.content is not None or "history" not in info.data:
+            return value  # (a history: that failed is reported on its own)
+        history: list[HistoryMessage] = info.data["history"]
+        if history and history[-1].role != "assistant":
+            return value
+        why = (
+            f"history: ends with an assistant message (history[{len(history) - 1}])"
+            if history
+            else "there is no history:"
+        )
+        raise ValidationError.from_exception_data(
+            "Scenario",
+            [
+                InitErrorDetails(
+                    type=PydanticCustomError(
+                        "value_error",
+                        "the first exec has no content (a continue without a new prompt), but "
+                        "{why}, so there is nothing to continue; give it content: (the first "
+                        "prompt), or end history: with a user message or a tool result",
+                        {"why": why},
+                    ),
+                    loc=(0, "exec", "content"),
+                    input=value[0].exec.content,
+                )
+            ],
+        )
 
     @field_validator("expect")
     @classmethod
