@@ -2,7 +2,7 @@
 
 :class:`HTTPProvider` is the base of the wire adapters. A subclass states only what differs
 between the APIs: where to send (:meth:`~HTTPProvider.endpoint`), how to authenticate
-(:meth:`~HTTPProvider.auth_headers`), how a call maps to a request body
+(:meth:`~HTTPProvider.auth_headers`, when not a bearer token), how a call maps to a request body
 (:attr:`~HTTPProvider.request_mapping`) and which parser reads the answer
 (:attr:`~HTTPProvider.parser_class`); the base does the rest: one POST through an
 ``httpx2.AsyncClient`` (injected or owned), HTTP errors and transport failures turned into an
@@ -369,9 +369,10 @@ class HTTPProvider(ABC):
     def endpoint(self) -> str:
         """The URL to POST to."""
 
-    @abstractmethod
     def auth_headers(self, api_key: str) -> dict[str, str]:
-        """The headers that carry ``api_key``."""
+        """The headers that carry ``api_key``. Default: a bearer token, as OpenAI's APIs and
+        Bedrock's API keys take it."""
+        return {"authorization": f"Bearer {api_key}"}
 
     def api_headers(self) -> dict[str, str]:
         """Headers the API needs on every request, with or without a key (e.g. a version)."""

@@ -82,12 +82,7 @@ def tool_choice_fields(tool_choice: ToolChoice, parallel_tool_calls: bool | None
 
 
 def build_request(
-    context: Context,
-    options: StreamOptions,
-    *,
-    model: str,
-    stream: bool,
-    max_tokens: int | None,
+    context: Context, options: StreamOptions, *, model: str, stream: bool, max_tokens: int | None
 ) -> dict[str, Any]:
     """The JSON body of one ``/v1/messages`` call.
 

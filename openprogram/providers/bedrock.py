@@ -262,9 +262,6 @@ class BedrockProvider(HTTPProvider):
         action = "converse-stream" if self.streaming else "converse"
         return f"{self.base_url}/model/{quote(self.model_id, safe='')}/{action}"
 
-    def auth_headers(self, api_key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {api_key}"}
-
     async def prepare(self, request: httpx2.Request) -> httpx2.Request:
         request.headers["accept"] = EVENT_STREAM if self.streaming else "application/json"
         if self._credentials is not None:

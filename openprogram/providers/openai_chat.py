@@ -69,12 +69,7 @@ def tool_choice_fields(tool_choice: ToolChoice, parallel_tool_calls: bool | None
 
 
 def build_request(
-    context: Context,
-    options: StreamOptions,
-    *,
-    model: str,
-    stream: bool,
-    max_tokens: int | None,
+    context: Context, options: StreamOptions, *, model: str, stream: bool, max_tokens: int | None
 ) -> dict[str, Any]:
     """The JSON body of one ``/chat/completions`` call."""
     messages: list[dict[str, Any]] = []
@@ -327,9 +322,6 @@ class OpenAIChatProvider(HTTPProvider):
 
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
-
-    def auth_headers(self, api_key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {api_key}"}
 
 
 parse_response = OpenAIChatProvider.parse_response

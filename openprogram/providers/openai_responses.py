@@ -66,12 +66,7 @@ def tool_choice_fields(tool_choice: ToolChoice, parallel_tool_calls: bool | None
 
 
 def build_request(
-    context: Context,
-    options: StreamOptions,
-    *,
-    model: str,
-    stream: bool,
-    max_tokens: int | None,
+    context: Context, options: StreamOptions, *, model: str, stream: bool, max_tokens: int | None
 ) -> dict[str, Any]:
     """The JSON body of one ``/v1/responses`` call."""
     items: list[dict[str, Any]] = []
@@ -367,9 +362,6 @@ class OpenAIResponsesProvider(HTTPProvider):
 
     def endpoint(self) -> str:
         return f"{self.base_url}/responses"
-
-    def auth_headers(self, api_key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {api_key}"}
 
 
 parse_response = OpenAIResponsesProvider.parse_response
