@@ -20,6 +20,7 @@ Usage: ``.venv/bin/python .ci/check_dist.py`` (the venv needs the test extra: bu
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,16 @@ def run(*command: str | Path, cwd: Path = ROOT) -> str:
 
 
 def build(out: Path) -> tuple[Path, Path]:
-    run(sys.executable, "-m", "build", "--outdir", out, ROOT)
+    # Building the sdist writes openprogram_sim.egg-info into the clone; left there, any
+    # process with the clone on sys.path (python -m pytest) sees a second installed copy
+    # whose file list makes pytest rewrite every module of both packages.
+    egg_info = ROOT / "openprogram_sim.egg-info"
+    existed = egg_info.exists()
+    try:
+        run(sys.executable, "-m", "build", "--outdir", out, ROOT)
+    finally:
+        if not existed:
+            shutil.rmtree(egg_info, ignore_errors=True)
     (sdist,), (wheel,) = sorted(out.glob("*.tar.gz")), sorted(out.glob("*.whl"))
     run(sys.executable, "-m", "twine", "check", "--strict", sdist, wheel)
     return sdist, wheel
