@@ -109,7 +109,6 @@ def openprogram_serve(request: pytest.FixtureRequest) -> Generator[Callable[...,
     ``server.requests``, ``server.assert_consumed()``, ``server.check()``); every server the
     test started stops at teardown."""
     from openprogram_sim.play import scenario_server
-
     from openprogram_sim.wire import WireServer
 
     base = request.config.invocation_params.dir
