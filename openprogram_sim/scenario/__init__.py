@@ -45,6 +45,7 @@ from openprogram_sim.scenario._schema import (
     RequestExpect,
     Scenario,
     Steering,
+    StepExecArgs,
     ToolDef,
     ToolOutcome,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "RequestExpect",
     "Scenario",
     "Steering",
+    "StepExecArgs",
     "ToolDef",
     "ToolOutcome",
     "discover",
@@ -82,7 +84,7 @@ __all__ = [
 for _cls in (
     AbortPoint, CassetteModel, ConversationStep, ExecArgs, Expect, FollowUp, ForcedChoice,
     HistoryMessage, MessageExpect, ModelTurn, PythonRefError, RaisesSpec, RequestExpect,
-    Scenario, Steering, ToolDef, ToolOutcome,
+    Scenario, Steering, StepExecArgs, ToolDef, ToolOutcome,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls
