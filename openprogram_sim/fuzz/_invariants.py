@@ -136,7 +136,10 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
         for e in trace
         if e["type"] == "message_end" and e["depth"] == 0 and e["role"] == "user"
     ]
-    if users and users[0] == scenario.exec.content:
+    prompt = scenario.exec.content
+    if prompt is None:
+        pass  # a conversation step that continues the history: no prompt is sent
+    elif users and users[0] == prompt:
         users = users[1:]
     else:
         out.append("the outer run's first message is not the exec prompt")
@@ -191,7 +194,27 @@ def check_outcome_invariants(outcome: Any, *, replay: Any | None = None) -> list
     message; skips only when a steering message was queued (one per round with skips), and
     a steering message queued mid-batch skips the rest of it; every steering and follow-up
     message delivered at most once, and all of them when the run finished; and, given a
-    ``replay`` (the same scenario run again), the same trace, result and error."""
+    ``replay`` (the same scenario run again), the same trace, result and error.
+
+    A ``conversation:`` is checked exec by exec: each step is a run of its own (its
+    ``agent_start`` follows the previous step's ``agent_end``)."""
+    if getattr(outcome, "conversation", None):
+        return _check_conversation(outcome, replay)
+    return _check_one_exec(outcome, replay)
+
+
+def _check_conversation(outcome: Any, replay: Any | None) -> list[str]:
+    steps = outcome.steps
+    again = replay.steps if replay is not None else [None] * len(steps)
+    out: list[str] = []
+    if len(again) != len(steps):
+        out.append(f"the conversation ran {len(steps)} execs, then {len(again)} run again")
+    for i, (step, twin) in enumerate(zip(steps, again, strict=False), start=1):
+        out += [f"exec {i}: {problem}" for problem in _check_one_exec(step, twin)]
+    return out
+
+
+def _check_one_exec(outcome: Any, replay: Any | None) -> list[str]:
     out = check_trace(outcome.trace, cap_for=_caps(outcome.scenario))
     _check_exit(outcome, out)
     replies = sum(

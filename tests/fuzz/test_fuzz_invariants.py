@@ -148,3 +148,15 @@ def test_outcome_checks_exceptions_results_queues_and_replays() -> None:
     assert any("skipped" in p for p in check_invariants(wrong))
     other = _run("basics/one_pick.yaml")
     assert any("another trace" in p for p in check_invariants(outcome, replay=other))
+
+
+def test_a_conversation_is_checked_exec_by_exec() -> None:
+    """Each step of a conversation is a run of its own: its agent_start after the previous
+    step's agent_end is no violation, and a broken step is named by its number."""
+    outcome = _run("conversation/continue_after_abort.yaml")
+    assert len(outcome.steps) == 2
+    assert check_invariants(outcome) == []
+    last_end = max(i for i, e in enumerate(outcome.trace) if e["type"] == "agent_end")
+    del outcome.trace[last_end]
+    problems = check_invariants(outcome)
+    assert problems and all(p.startswith("exec 2: ") for p in problems), problems
