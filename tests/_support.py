@@ -69,6 +69,19 @@ LAST_TURN_STOPS = [
 """A turn of tool results ends; the next turn's text reply ends the run."""
 
 
+def tool_round_then_stop(name: str) -> list[str]:
+    """In ``compact(trace, rounds=True)`` form: round 1's reply calls ``name`` once and it
+    succeeds, then round 2's text reply ends the run."""
+    return [
+        f"message_end:assistant[{name}]/toolUse@1",
+        f"tool_start:{name}@1",
+        f"tool_end:{name}:ok@1",
+        "message_start:toolResult@1",
+        "message_end:toolResult@1",
+        *[f"{e}@{1 if i == 0 else 2}" for i, e in enumerate(LAST_TURN_STOPS)],
+    ]
+
+
 def ended_by_first_reply(reason: str) -> list[str]:
     """The whole sequence of a run whose first reply stops with ``reason`` (``error``,
     ``aborted``): no tool call, and ``agent_end`` gives the same reason."""

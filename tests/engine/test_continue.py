@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from _support import compact, make_runtime, tool
+from _support import LAST_TURN_STOPS, compact, make_runtime, tool
 
 from openprogram import InvalidArgumentError
 from openprogram.types import (
@@ -47,12 +47,7 @@ def test_a_continue_sends_the_history_as_it_is_and_emits_no_prompt() -> None:
         "tool_end:noop:ok",
         "message_start:toolResult",
         "message_end:toolResult",
-        "turn_end",
-        "turn_start",
-        "message_start:assistant",
-        "message_end:assistant[]/stop",
-        "turn_end",
-        "agent_end:stop",
+        *LAST_TURN_STOPS,
     ]
     assert runtime.last_run is not None
     added = runtime.last_run.loop.messages

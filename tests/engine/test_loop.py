@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _support import OPENING, OPENING_IN_ROUNDS, compact, make_runtime, tool
+from _support import OPENING, OPENING_IN_ROUNDS, compact, make_runtime, tool, tool_round_then_stop
 
 from openprogram import ModelError, RunAbortedError
 
@@ -48,17 +48,7 @@ def test_tool_call_is_executed_and_result_fed_back_before_next_round() -> None:
     assert runtime.exec("2+3?", tools=[ADD]) == "It is 5."
     assert compact(rec.trace, rounds=True) == [
         *OPENING_IN_ROUNDS,
-        "message_end:assistant[add]/toolUse@1",
-        "tool_start:add@1",
-        "tool_end:add:ok@1",
-        "message_start:toolResult@1",
-        "message_end:toolResult@1",
-        "turn_end@1",
-        "turn_start@2",
-        "message_start:assistant@2",
-        "message_end:assistant[]/stop@2",
-        "turn_end@2",
-        "agent_end:stop@2",
+        *tool_round_then_stop("add"),
     ]
     end = next(e for e in rec.trace if e["type"] == "tool_execution_end")
     assert end["result"] == "5" and end["args"] == {"a": 2, "b": 3}

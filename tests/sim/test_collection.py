@@ -19,25 +19,8 @@ from openprogram_sim.scenario._discover import CASSETTE_REASON, HEAD_BYTES
 CASSETTE = (Path(__file__).parent / "data" / "weather_cassette.yaml").read_text(encoding="utf-8")
 """An openai-chat session recorded by ``openprogram-sim`` (through the wire server)."""
 
-REPLAY = """\
-scenario: the model looks the city up, then answers
-system_prompt: "You are a weather assistant."
-tools:
-  get_weather:
-    description: The current weather in a city.
-    parameters:
-      type: object
-      properties: {city: {type: string}}
-      required: [city]
-    returns: ["sunny, 21°C", "rain, 12°C"]
-exec:
-  content: "Weather in Paris and in Brest?"
-  tools: [get_weather]
-model: {cassette: cassettes/weather.yaml, model: "openai:gpt-4o-mini"}
-expect:
-  result: "Paris: sunny, 21°C. Brest: rain, 12°C. Take an umbrella to Brest."
-  model_calls: 2
-"""
+REPLAY = (Path(__file__).parent / "data" / "weather_replay.yaml").read_text(encoding="utf-8")
+"""The scenario that replays ``weather_cassette.yaml`` (as ``cassettes/weather.yaml``)."""
 
 REGRESSION = ONE_SEARCH.replace(
     "scenario: one search", "scenario: a fuzz regression (a scenario like any other)"

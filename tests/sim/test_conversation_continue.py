@@ -10,7 +10,7 @@ import textwrap
 import jsonschema
 import pytest
 import yaml
-from _support import compact
+from _support import compact, tool_round_then_stop
 
 from openprogram_sim import ScenarioError, check_outcome, json_schema, parse_scenario, run_scenario
 from openprogram_sim.report import scenario_record
@@ -55,17 +55,7 @@ def test_a_step_without_content_continues_the_history_with_no_new_prompt() -> No
         "agent_start@0",
         "turn_start@1",
         "message_start:assistant@1",
-        "message_end:assistant[fetch]/toolUse@1",
-        "tool_start:fetch@1",
-        "tool_end:fetch:ok@1",
-        "message_start:toolResult@1",
-        "message_end:toolResult@1",
-        "turn_end@1",
-        "turn_start@2",
-        "message_start:assistant@2",
-        "message_end:assistant[]/stop@2",
-        "turn_end@2",
-        "agent_end:stop@2",
+        *tool_round_then_stop("fetch"),
     ]
     roles = [m.role for m in outcome.final_messages]
     assert roles == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _support import compact, run_cli
+from _support import compact, run_cli, tool_round_then_stop
 
 from openprogram_sim import ScenarioError, check_outcome, parse_scenario, run_scenario
 from openprogram_sim.report import build_timeline, scenario_record
@@ -42,17 +42,7 @@ ONE_EXEC = [
     "message_start:user@1",
     "message_end:user@1",
     "message_start:assistant@1",
-    "message_end:assistant[weather]/toolUse@1",
-    "tool_start:weather@1",
-    "tool_end:weather:ok@1",
-    "message_start:toolResult@1",
-    "message_end:toolResult@1",
-    "turn_end@1",
-    "turn_start@2",
-    "message_start:assistant@2",
-    "message_end:assistant[]/stop@2",
-    "turn_end@2",
-    "agent_end:stop@2",
+    *tool_round_then_stop("weather"),
 ]
 
 
