@@ -82,3 +82,15 @@ def test_docs_link_nothing_outside_the_repository() -> None:
                 continue
             assert (page.parent / target).resolve().exists(), f"{page.name}: {target}"
             assert ROOT in (page.parent / target).resolve().parents, f"{page.name}: {target}"
+
+
+def test_the_scenario_shown_is_a_library_file_that_passes() -> None:
+    """The README's scenario file is ``scenarios/setup/notes_conversation.yaml`` word for
+    word (after its $schema line), and it passes."""
+    from openprogram_sim import check_outcome, load_scenario, run_scenario
+
+    path = ROOT / "scenarios" / "setup" / "notes_conversation.yaml"
+    shown = next(b for b in _blocks("yaml") if "conversation:" in b)
+    assert shown == path.read_text().split("\n", 1)[1]
+    verdict = check_outcome(run_scenario(load_scenario(path)))
+    assert verdict.passed, verdict.report()
