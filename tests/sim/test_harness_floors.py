@@ -188,3 +188,38 @@ def test_the_floor_check_sees_late_and_type_checking_imports() -> None:
         "openprogram_sim.scenario",
         "openprogram_sim.cassettes",
     }
+
+
+def _private_names(path: Path) -> list[str]:
+    """``from openprogram... import _name`` where ``_name`` is not a module, anywhere in the
+    file (inside functions and under ``TYPE_CHECKING`` too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+            continue
+        if node.module.split(".")[0] not in ("openprogram", "openprogram_sim"):
+            continue
+        for alias in node.names:
+            target = SIM.parent / f"{node.module}.{alias.name}".replace(".", "/")
+            is_module = target.with_suffix(".py").exists() or target.is_dir()
+            if alias.name.startswith("_") and not is_module:
+                found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(SIM.rglob("*.py")), ids=lambda p: str(p.relative_to(SIM)))
+def test_no_harness_module_imports_another_modules_private_names(path: Path) -> None:
+    """A neighbour that needs a name gets a public one (``play.GRACE_SECONDS``, the wire
+    encoders' ``json_text``), never ``_name``; a private module's public names are fine."""
+    found = _private_names(path)
+    assert not found, f"{path.relative_to(SIM.parent)} imports private names: {found}"
+
+
+def test_the_private_name_scan_sees_late_imports(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from openprogram_sim.wire import _plan\n"
+        "def late():\n"
+        "    from openprogram_sim.play._runner import _Requests\n"
+    )
+    assert _private_names(planted) == ["line 3: from openprogram_sim.play._runner import _Requests"]
