@@ -38,8 +38,9 @@ class ScenarioResult:
 
     @property
     def status(self) -> str:
-        """``passed``, ``failed``, ``error`` (the file does not load, or its run crashed:
-        see :attr:`RunOutcome.crashed`) or ``interrupted``."""
+        """``passed``, ``failed``, ``error`` (the file does not load, its run crashed: see
+        :attr:`RunOutcome.crashed`, or its ``setup:``/``teardown:`` failed, as pytest counts
+        a fixture's failure) or ``interrupted``."""
         if self.load_error is not None:
             return "error"
         if self.interrupted:
@@ -47,7 +48,8 @@ class ScenarioResult:
         assert self.verdict is not None
         if self.verdict.passed:
             return "passed"
-        return "error" if self.verdict.outcome.crashed else "failed"
+        outcome = self.verdict.outcome
+        return "error" if outcome.crashed or outcome.hook_failures else "failed"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"path": str(self.path), "status": self.status}

@@ -218,6 +218,7 @@ def test_the_cli_runs_setup_and_reports_its_failure(project: tuple[Path, str]) -
     result = run_cli("run", str(folder))
     assert result.returncode == 1
     out = result.stdout
-    assert "3 scenarios: 2 passed, 1 failed" in out
+    assert "3 scenarios: 2 passed, 1 error" in out  # a setup's failure is an error, as in pytest
+    assert "ERROR " in out and "bad.yaml" in out
     assert f"- setup '{name}:broken' raised RuntimeError: database is locked" in out
-    assert "openprogram_sim" not in out.split("FAILED")[1]  # the traceback is the user's
+    assert "openprogram_sim" not in out.split("ERROR: ")[1]  # the traceback is the user's
