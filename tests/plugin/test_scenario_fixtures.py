@@ -153,4 +153,6 @@ def test_a_setup_failure_is_the_scenario_s_failure_with_the_user_s_traceback(
             "  RuntimeError: database is locked",
         ]
     )
-    assert "openprogram_sim" not in result.stdout.str()
+    # no frame of ours in the traceback (pytest may still name the package in a warning
+    # that it was imported before the inner session could rewrite it)
+    assert "openprogram_sim/" not in result.stdout.str()
