@@ -112,10 +112,10 @@ def test_the_example_depends_on_openprogram_sim_and_its_readme_installs_the_clon
 
 def test_what_the_readme_says_of_the_test_command_holds() -> None:
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert "The tests take about 5 minutes on 2 cores" in readme
+    assert "The tests take about 4½ minutes on 2 cores" in readme
     test_extra = [_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["test"]]
-    assert "`.venv/bin/pytest -n auto`" in readme and "pytest-xdist" in test_extra
-    assert '`.venv/bin/pytest -m "not slow"`' in readme
+    assert "`-n auto` (pytest-xdist" in readme and "pytest-xdist" in test_extra
+    assert '`.venv/bin/pytest -m "not slow" -n auto`' in readme
     assert any(m.startswith("slow:") for m in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"])
 
 

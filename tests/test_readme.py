@@ -32,7 +32,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     ]
     assert len(commands) == 2, commands
     test_command = commands[1]
-    assert test_command.endswith("pytest")
+    assert test_command.endswith("pytest -n auto")  # pytest-xdist: every core
     ci = (ROOT / ".ci" / "run").read_text()
     assert test_command.replace(" -q", "") in ci.replace(" -q", "")
 
