@@ -14,6 +14,9 @@ Operators are checked when a scenario is loaded (a bad regex is an error there, 
 time) by :func:`check_matcher`. A ``$regex`` is matched with the ``regex`` engine under a
 time limit (:data:`REGEX_SECONDS`): a pattern that backtracks catastrophically, such as
 ``^(a+)+$``, raises :class:`~openprogram_sim.errors.MatchTimeoutError` instead of hanging.
+The engine expands a counted repeat when it compiles (``x{4000000000}`` asks for 4 GB), so
+a pattern longer than :data:`REGEX_MAX_LENGTH`, or whose counted repeats, multiplied along
+their nesting, exceed :data:`REGEX_MAX_REPEAT`, is refused before it is compiled.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from openprogram_sim.trace._paths import ABSENT, show_pair, show_value
 __all__ = [
     "LINE_WIDTH",
     "OPERATORS",
+    "REGEX_MAX_LENGTH",
+    "REGEX_MAX_REPEAT",
     "REGEX_SECONDS",
     "Unmatched",
     "check_matcher",
@@ -46,6 +51,15 @@ OPERATORS = ("$regex", "$contains", "$subset", "$in", "$json", "$any")
 
 REGEX_SECONDS = 0.25
 """The longest one ``$regex`` may take against one value."""
+
+REGEX_MAX_LENGTH = 10_000
+"""The most characters a ``$regex`` pattern may have (fixed)."""
+
+REGEX_MAX_REPEAT = 10_000
+"""The most a ``$regex``'s counted repeats (``{n}``, ``{n,m}``) may multiply to, nested ones
+multiplied together: ``(x{100}){100}`` is 10,000 (fixed)."""
+
+_COUNT = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
 
 LINE_WIDTH = 120
 """The most characters a value takes in a one-line diff (``expected …, actual …``)."""
@@ -139,14 +153,80 @@ def check_matcher(expected: Any) -> str | None:
     return _check_argument(name, arg)
 
 
+def _skip_escape(pattern: str, i: int) -> int:
+    """The index after the escape at ``pattern[i]`` (``\\x{10000}`` and ``\\p{L}`` whole)."""
+    i += 2
+    if i < len(pattern) and pattern[i] == "{" and pattern[i - 1].isalpha():
+        end = pattern.find("}", i)
+        return len(pattern) if end < 0 else end + 1
+    return i
+
+
+def _skip_set(pattern: str, i: int) -> int:
+    """The index after the character set opening at ``pattern[i]`` (``[`` … ``]``)."""
+    i += 1
+    if i < len(pattern) and pattern[i] == "^":
+        i += 1
+    if i < len(pattern) and pattern[i] == "]":  # a ] first is a member
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i = _skip_escape(pattern, i) if pattern[i] == "\\" else i + 1
+    return i + 1
+
+
+def _repeat_weight(pattern: str) -> int:
+    """The largest product of counted repeats along any nesting in ``pattern`` (1 for none):
+    what the engine multiplies out when it compiles."""
+    stack = [1]  # the largest weight seen inside each open group
+    i, last = 0, 1  # last: the weight of the atom just ended (what a count multiplies)
+    while i < len(pattern):
+        c = pattern[i]
+        count = _COUNT.match(pattern, i) if c == "{" else None
+        if count is not None and (count.group(1) or count.group(2)):
+            last *= max(int(count.group(1) or 0), int(count.group(2) or 0))
+            stack[-1] = max(stack[-1], last)
+            i = count.end()
+            continue
+        if c == "(":
+            stack.append(1)
+        elif c == ")" and len(stack) > 1:
+            last = stack.pop()
+            stack[-1] = max(stack[-1], last)
+        else:
+            last = 1
+        i = _skip_escape(pattern, i) if c == "\\" else _skip_set(pattern, i) if c == "[" else i + 1
+    return max(stack)
+
+
+def _check_regex(pattern: str) -> str | None:
+    if len(pattern) > REGEX_MAX_LENGTH:
+        return (
+            f"$regex pattern is {len(pattern):,} characters long; the limit is "
+            f"{REGEX_MAX_LENGTH:,} (fixed): match a shorter pattern, or use $contains"
+        )
+    weight = _repeat_weight(pattern)
+    if weight > REGEX_MAX_REPEAT:
+        shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+        return (
+            f"$regex {shown!r} repeats {weight:,} times; counted repeats such as {{n}} and "
+            f"{{n,m}}, nested ones multiplied, are limited to {REGEX_MAX_REPEAT:,} (fixed): "
+            "use an open repeat such as x+ instead"
+        )
+    try:
+        _compiled(pattern)
+    except regex.error as exc:
+        return f"bad regex {pattern!r}: {exc}; escape special characters such as ( [ . with \\"
+    except (MemoryError, OverflowError) as exc:
+        name = type(exc).__name__
+        return f"$regex {pattern[:60]!r} is too large to compile ({name}); simplify it"
+    return None
+
+
 def _check_argument(name: str, arg: Any) -> str | None:
     if name == "$regex":
         if not isinstance(arg, str):
             return f"$regex needs a string pattern, got {arg!r}"
-        try:
-            _compiled(arg)
-        except regex.error as exc:
-            return f"bad regex {arg!r}: {exc}; escape special characters such as ( [ . with \\"
+        return _check_regex(arg)
     if name == "$subset" and not isinstance(arg, Mapping):
         return f"$subset needs a mapping, got {arg!r}"
     if name == "$in" and not isinstance(arg, list):
