@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import string
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -23,21 +23,46 @@ from openprogram.types import (
 )
 from openprogram_sim.errors import ToolFailure
 from openprogram_sim.play._history import HistoryKeeper, StepRecord
-from openprogram_sim.scenario import ExecArgs, Scenario, ToolDef, import_ref, import_roots
+from openprogram_sim.scenario import (
+    MAX_BYTES,
+    ExecArgs,
+    Scenario,
+    ToolDef,
+    import_ref,
+    import_roots,
+)
 
 __all__ = ["Build", "Injections", "history_messages"]
 
 
-class _Formatter(string.Formatter):
-    """Fills ``{param}`` from the tool's arguments; unknown fields stay as written."""
-
-    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
-        if isinstance(key, str) and key not in kwargs:
-            return "{" + key + "}"
-        return super().get_value(key, args, kwargs)
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-_FORMAT = _Formatter()
+def _fill(content: str, args: dict[str, Any]) -> str:
+    """``content`` with each ``{name}`` that names an argument replaced by its value (as
+    ``str`` writes it), and ``{{``/``}}`` written as one brace. Nothing else is
+    interpreted: format specs (``{topic:>99}``), attributes (``{topic.__class__}``) and
+    indexes stay as written, so a scenario file cannot make the prompt larger than its
+    pieces or reach into an argument's object. A prompt that would pass
+    the loader's :data:`~openprogram_sim.scenario.MAX_BYTES` is the tool's error, measured
+    before it is built."""
+    pieces: list[str] = []
+    end = 0
+    for found in _PLACEHOLDER.finditer(content):
+        name = found.group(1)
+        if name is None or name in args:
+            value = found.group()[0] if name is None else str(args[name])
+            pieces += [content[end : found.start()], value]
+            end = found.end()
+    pieces.append(content[end:])
+    size = sum(map(len, pieces))
+    if size > MAX_BYTES:
+        raise ToolFailure(
+            f"the nested exec's content would be {size:,} characters once its arguments are "
+            f"filled in; the limit is {MAX_BYTES:,} (the scenario file's, fixed): pass "
+            "shorter arguments or fewer placeholders"
+        )
+    return "".join(pieces)
 
 
 def _returns(spec: ToolDef) -> Callable[[], Any]:
@@ -194,7 +219,7 @@ class Build:
         if nested is not None:
 
             async def nested_exec(**args: Any) -> Any:
-                content = _FORMAT.format(nested.content, **args)
+                content = _fill(nested.content, args)
                 return await self.box["runtime"].aexec(content, **self.exec_kwargs(nested))
 
             return nested_exec

@@ -49,8 +49,10 @@ from openprogram_sim.scenario._schema import (
     ToolDef,
     ToolOutcome,
 )
+from openprogram_sim.scenario._yaml import MAX_BYTES
 
 __all__ = [
+    "MAX_BYTES",
     "AbortPoint",
     "CassetteModel",
     "ConversationStep",
