@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,8 +33,10 @@ from starlette.types import Receive, Scope, Send
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import TurnLike, WireFault, split_turn
 from openprogram_sim.wire._delivering import (
+    BodyTooLarge,
     ClientGone,
     Delivering,
+    declared_too_large,
     read_body,
     send_whole,
 )
@@ -49,13 +52,51 @@ from openprogram_sim.wire._session import (
     SessionState,
 )
 
-__all__ = ["DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TTL", "WireApp"]
+__all__ = [
+    "DEFAULT_KEPT_BODIES",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_TTL",
+    "WireApp",
+    "name_problem",
+]
 
 DEFAULT_SESSION_TTL = 600.0
 """Seconds a named session may stay idle before it ends (its report is kept)."""
 
 DEFAULT_MAX_SESSIONS = 10_000
 """Named sessions live at once; a request that would open one more is refused."""
+
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
+"""Bytes of one request body; a longer one is refused with HTTP 413 while it is read."""
+
+DEFAULT_KEPT_BODIES = 1000
+"""Requests of the default session (which never ends) whose body is kept; later ones are
+recorded without it and counted."""
+
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+NAME_RULE = "1 to 128 of the characters A-Z a-z 0-9 . _ - (not '.' or '..')"
+"""The session names ``/s/{name}/`` accepts."""
+
+
+def name_problem(name: str | None) -> str | None:
+    """Why ``name`` (percent-decoded) is not a session name; ``None``: it is one (or it is
+    the default session's ``None``). The message shows the name ASCII-escaped."""
+    if name is None or (_NAME.fullmatch(name) and name not in (".", "..")):
+        return None
+    return (
+        f"openprogram-sim: {name!a} is not a session name: a session name (the NAME "
+        f"of /s/NAME/ URLs, percent-decoded) is {NAME_RULE}"
+    )
+
+
+def shown(name: str | None) -> str:
+    """``name`` as it may be printed: itself when it is a valid session name, else its
+    ASCII-escaped ``repr`` (no control characters reach a log)."""
+    if name is None:
+        return "default"
+    return name if name_problem(name) is None else ascii(name)
+
 
 _SESSION_ROUTES = (
     "GET /s/{session} (its report so far) and DELETE /s/{session} (end it; its report)"
@@ -87,6 +128,9 @@ class WireApp:
         max_sessions: named sessions live at once (``None``: no cap); a request that would
             open one more is answered with HTTP 503 in its API's error shape.
         clock: the time source for idleness (seconds, monotonic).
+        max_body: bytes of one request body (``None``: no cap); a longer one is answered
+            with HTTP 413 in its API's error shape as soon as that many arrived.
+        keep_bodies: requests of the default session whose body is kept (``None``: all).
     """
 
     def __init__(
@@ -100,11 +144,15 @@ class WireApp:
         session_ttl: float | None = DEFAULT_SESSION_TTL,
         max_sessions: int | None = DEFAULT_MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
+        max_body: int | None = DEFAULT_MAX_BODY,
+        keep_bodies: int | None = DEFAULT_KEPT_BODIES,
     ) -> None:
         if session_ttl is not None and not session_ttl > 0:
             raise ValueError(f"session_ttl must be > 0 seconds or None, got {session_ttl!r}")
         if max_sessions is not None and max_sessions < 1:
             raise ValueError(f"max_sessions must be >= 1 or None, got {max_sessions!r}")
+        if max_body is not None and max_body < 1:
+            raise ValueError(f"max_body must be >= 1 byte or None, got {max_body!r}")
         self.script = [split_turn(t) for t in turns]
         self.chunk_size = chunk_size
         self.cycle = cycle
@@ -113,6 +161,8 @@ class WireApp:
         self.session_ttl = session_ttl
         self.max_sessions = max_sessions
         self.clock = clock
+        self.max_body = max_body
+        self.keep_bodies = keep_bodies
         self.ended = EndedSessions()
         """What is kept of sessions that ended (deleted or expired)."""
         self.refused = 0
@@ -151,7 +201,8 @@ class WireApp:
     def _make(self, name: str | None, now: float) -> Session:
         found = self._sessions.get(name)
         if found is None:
-            found = Session(name, self.script, cycle=self.cycle, now=now)
+            keep = self.keep_bodies if name is None else None
+            found = Session(name, self.script, cycle=self.cycle, now=now, keep_bodies=keep)
             self._sessions[name] = found
             self._named += name is not None
         return found
@@ -218,7 +269,8 @@ class WireApp:
         self.ended.add(report)
         if self.log is not None:
             verdict = "PASS" if report.passed else f"FAIL {len(report.failures)} problem(s)"
-            self.log(f"[{session.name}] {state}: {report.model_calls} model call(s), {verdict}")
+            where = shown(session.name)
+            self.log(f"[{where}] {state}: {report.model_calls} model call(s), {verdict}")
             if not report.passed:
                 self.log(report.render())
         return report
@@ -236,6 +288,36 @@ class WireApp:
         with self._lock:
             return dict(self._sessions)
 
+    # -- requests that fail before a session takes them ------------------------------------
+
+    async def read(self, scope: Scope, receive: Receive) -> bytes:
+        """The request body, at most ``max_body`` bytes (:class:`BodyTooLarge` past it,
+        before reading when its ``content-length`` says so)."""
+        if declared_too_large(scope["headers"], self.max_body):
+            raise BodyTooLarge(self.max_body or 0)
+        return await read_body(receive, self.max_body)
+
+    def too_large(self, limit: int) -> str:
+        return (
+            f"openprogram-sim: the request body is longer than {limit} bytes (the server's "
+            "max_body); send a smaller one, or raise the cap (serve(max_body=...), "
+            "openprogram-sim serve --max-body-bytes N)"
+        )
+
+    def charge(self, name: str | None, message: str) -> None:
+        """Count a request that failed before it was recorded in a verdict: session
+        ``name``'s when that is a valid name (opened if need be, unless the session cap
+        refuses it, which counts by itself), else the default session's; and log it."""
+        if self.log is not None:
+            self.log(f"error: {message}")
+        session = self.enter(name if name_problem(name) is None else None)
+        if session is None:
+            return
+        try:
+            session.fail(message)
+        finally:
+            self.leave(session)
+
     # -- stopping (called on the server's loop) --------------------------------------------
 
     def stopping(self) -> asyncio.Event:
@@ -250,19 +332,25 @@ class WireApp:
     # -- fallbacks -------------------------------------------------------------------------
 
     async def _not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name = scope.get("path_params", {}).get("session")
         try:
-            await read_body(receive)
+            await self.read(scope, receive)
         except ClientGone:
+            return
+        except BodyTooLarge as exc:
+            message = self.too_large(exc.limit)
+            self.charge(name, message)
+            await _send_json(send, 413, {"error": {"message": message, "type": "too_large"}})
             return
         path = scope.get("path", "")
         message = (
-            f"openprogram-sim: {scope.get('method')} {path} is not an API route this server "
+            f"openprogram-sim: {scope.get('method')} {path!a} is not an API route this server "
             "serves: /v1/chat/completions, /v1/responses, /v1/models, /v1/messages, "
             "/v1beta/models/{model}:generateContent (and :streamGenerateContent, also under "
             "/v1), /model/{modelId}/converse (and /converse-stream), each also under "
             f"/s/{{session}}; and {_SESSION_ROUTES}"
         )
-        self.session(None).fail(message)
+        self.charge(name, message)
         await _send_json(send, 404, {"error": {"message": message, "type": "not_found"}})
 
 
@@ -275,12 +363,22 @@ class _SessionRoute:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await read_body(receive)
-        except ClientGone:
-            return
         app = self.app
         name = scope["path_params"]["session"]
+        problem = name_problem(name)
+        if problem is not None:
+            app.charge(None, problem)
+            await _send_json(send, 400, {"error": {"message": problem, "type": "invalid_name"}})
+            return
+        try:
+            await app.read(scope, receive)
+        except ClientGone:
+            return
+        except BodyTooLarge as exc:
+            message = app.too_large(exc.limit)
+            app.charge(name, message)
+            await _send_json(send, 413, {"error": {"message": message, "type": "too_large"}})
+            return
         app.sweep_due(app.clock())
         ending = scope["method"] == "DELETE"
         report = app.end_session(name) if ending else app.report(name)
@@ -358,17 +456,33 @@ class _ModelCall:
         self.stream = stream  # None: the body's "stream" says
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        params = scope.get("path_params", {})
+        name = params.get("session")
+        problem = name_problem(name)
+        if problem is not None:
+            self.app.charge(None, problem)
+            await send_whole(send, error_response(self.api, 400, problem, should_retry=False))
+            return
         try:
-            raw = await read_body(receive)
+            raw = await self.app.read(scope, receive)
         except ClientGone:
             return
-        params = scope.get("path_params", {})
-        session = self.app.enter(params.get("session"))
+        except BodyTooLarge as exc:
+            message = self.app.too_large(exc.limit)
+            self.app.charge(name, message)
+            await send_whole(send, error_response(self.api, 413, message, should_retry=False))
+            return
+        session = self.app.enter(name)
         if session is None:
             await send_whole(send, self._refusal(params["session"]))
             return
         try:
-            delivery = self._answer(scope, raw, session, params)
+            try:
+                delivery = self._answer(scope, raw, session, params)
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {exc}"
+                message = f"openprogram-sim: the request could not be answered: {why}"
+                delivery = self._fail(session, 500, message)
             await Delivering(delivery, receive, send, self.app.stopping(), session).run()
         finally:
             self.app.leave(session)
@@ -390,7 +504,7 @@ class _ModelCall:
         api = self.api
         try:
             body: Any = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):  # a body nested too deep: RecursionError
             body = None
         streams = isinstance(body, dict) and body.get("stream") is True
         stream = self.stream if self.stream is not None else streams
@@ -409,7 +523,7 @@ class _ModelCall:
             )
         number, turn, fault = taken
         if self.app.log is not None:
-            where = "" if session.name is None else f"[{session.name}] "
+            where = "" if session.name is None else f"[{shown(session.name)}] "
             mode = "stream" if stream else "json"
             self.app.log(
                 f"{where}#{request.index} {api} ({mode}) <- turn {number}/{len(self.app.script)}"
@@ -443,7 +557,8 @@ def _recorded(scope: Scope, api: str, stream: bool, body: Any, raw: bytes) -> di
         "url": mask_url(_url(scope)),
         "headers": mask_headers(headers),
         "body": body,
-        "raw": raw,
+        # one form of the body is kept: the parsed one, else (not JSON) its bytes
+        "raw": b"" if body is not None else raw,
     }
 
 

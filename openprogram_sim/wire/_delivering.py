@@ -15,10 +15,12 @@ from openprogram_sim.wire._session import Session
 
 __all__ = [
     "QUIET_CUTS",
+    "BodyTooLarge",
     "ClientGone",
     "Cut",
     "Delivering",
     "QuietCuts",
+    "declared_too_large",
     "read_body",
     "response_headers",
     "send_whole",
@@ -44,15 +46,41 @@ class ClientGone(Exception):
     """The client disconnected before its request body arrived."""
 
 
-async def read_body(receive: Receive) -> bytes:
+class BodyTooLarge(Exception):
+    """The request body is longer than the server's ``max_body`` (bytes)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+async def read_body(receive: Receive, limit: int | None = None) -> bytes:
+    """The whole request body; :class:`BodyTooLarge` as soon as more than ``limit`` bytes
+    arrived (or its ``content-length`` says so: nothing is read then), so an oversized body
+    is never buffered whole."""
     parts: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientGone
-        parts.append(message.get("body", b""))
+        part = message.get("body", b"")
+        size += len(part)
+        if limit is not None and size > limit:
+            raise BodyTooLarge(limit)
+        parts.append(part)
         if not message.get("more_body", False):
             return b"".join(parts)
+
+
+def declared_too_large(headers: list[tuple[bytes, bytes]], limit: int | None) -> bool:
+    """Whether the request's ``content-length`` is already past ``limit``."""
+    if limit is None:
+        return False
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            return value.strip().isdigit() and int(value) > limit
+    return False
 
 
 def response_headers(response: WireResponse, length: int | None) -> list[tuple[bytes, bytes]]:

@@ -57,6 +57,8 @@ class WireRequest:
     body: Any
     """The parsed JSON body (``None`` when it was not JSON)."""
     raw: bytes = field(repr=False, default=b"")
+    """The body as sent (the wire server keeps one form: these bytes only when the body was
+    not JSON, else empty)."""
 
 
 CREDENTIAL_HEADERS = frozenset(

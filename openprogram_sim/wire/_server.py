@@ -17,7 +17,12 @@ import uvicorn
 
 from openprogram_sim.models import TurnLike, WireFault, refuse_scenario
 from openprogram_sim.trace import Failure, render_failures
-from openprogram_sim.wire._app import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, WireApp
+from openprogram_sim.wire._app import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TTL,
+    WireApp,
+)
 from openprogram_sim.wire._delivering import QUIET_CUTS
 from openprogram_sim.wire._scripted import WireRequest
 from openprogram_sim.wire._session import RequestCheck, Session, SessionReport
@@ -143,11 +148,12 @@ class WireServer:
         log: Callable[[str], None] | None = None,
         session_ttl: float | None = DEFAULT_SESSION_TTL,
         max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+        max_body: int | None = DEFAULT_MAX_BODY,
     ) -> None:
         refuse_scenario(turns, "WireServer()")
         self.app = WireApp(
             turns, chunk_size=chunk_size, cycle=cycle, log=log, check=check,
-            session_ttl=session_ttl, max_sessions=max_sessions,
+            session_ttl=session_ttl, max_sessions=max_sessions, max_body=max_body,
         )  # fmt: skip
         self.host = host
         self._socket = _bind(host, port)
@@ -360,6 +366,7 @@ def serve(
     cycle: bool = False,
     session_ttl: float | None = DEFAULT_SESSION_TTL,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    max_body: int | None = DEFAULT_MAX_BODY,
 ) -> Iterator[WireServer]:
     """Serve a script (a list of turns, each optionally with a ``wire:`` fault) on a real
     loopback port from a background thread::
@@ -382,12 +389,15 @@ def serve(
     ``DELETE /s/{name}`` (or ``server.end_session(name)``) ends one and answers with its
     report; a session idle for ``session_ttl`` seconds ends by itself (``None``: never);
     both stay in :meth:`WireServer.check`. A request that would open more than
-    ``max_sessions`` live sessions gets HTTP 503 in its API's error shape.
+    ``max_sessions`` live sessions gets HTTP 503 in its API's error shape, and one whose
+    body is longer than ``max_body`` bytes (default 16 MiB; ``None``: no cap) HTTP 413.
+    A session name is 1 to 128 of ``A-Z a-z 0-9 . _ -`` (not ``.`` or ``..``); any other
+    gets HTTP 400.
     """
     refuse_scenario(turns, "serve()")
     server = WireServer(
         turns, check=check, host=host, port=port, chunk_size=chunk_size, cycle=cycle,
-        session_ttl=session_ttl, max_sessions=max_sessions,
+        session_ttl=session_ttl, max_sessions=max_sessions, max_body=max_body,
     )  # fmt: skip
     server.start()
     try:

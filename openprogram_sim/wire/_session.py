@@ -45,6 +45,7 @@ class Session:
         *,
         cycle: bool = False,
         now: float = 0.0,
+        keep_bodies: int | None = None,
     ) -> None:
         self.name = name
         """The ``/s/{name}/`` prefix (``None``: URLs without one)."""
@@ -62,12 +63,20 @@ class Session:
         expires)."""
         self.last_active = now
         """When a request last started or ended (the server's clock)."""
+        self.keep_bodies = keep_bodies
+        """Requests whose body is kept (``None``: all); later ones are recorded without it."""
+        self.bodies_dropped = 0
+        """Requests recorded without their body (past ``keep_bodies``)."""
         self._lock = threading.Lock()
 
     # -- written by the server -----------------------------------------------------------
 
     def record(self, request_args: dict[str, Any]) -> WireRequest:
         with self._lock:
+            keep = self.keep_bodies
+            if keep is not None and len(self._requests) >= keep:
+                request_args = {**request_args, "body": None, "raw": b""}
+                self.bodies_dropped += 1
             request = WireRequest(len(self._requests) + 1, **request_args)
             self._requests.append(request)
             return request
@@ -120,15 +129,17 @@ class Session:
 
     @property
     def used(self) -> bool:
+        """Whether a request reached it (one that failed before being recorded counts)."""
         with self._lock:
-            return bool(self._requests)
+            return bool(self._requests or self._errors)
 
     def request_fields(self) -> list[dict[str, Any]]:
         """Each model call as the fields ``expect.requests`` compares (see
-        :func:`~openprogram_sim.wire.read_request`)."""
-        return [
-            read_request(r.api or "", r.body, index=k) for k, r in enumerate(self.calls, start=1)
-        ]
+        :func:`~openprogram_sim.wire.read_request`); calls recorded without their body
+        (past ``keep_bodies``) are left out."""
+        keep = self.keep_bodies
+        kept = [r for r in self.calls if keep is None or r.index <= keep]
+        return [read_request(r.api or "", r.body, index=k) for k, r in enumerate(kept, start=1)]
 
     def report(
         self, check: RequestCheck | None = None, state: SessionState = "live"
