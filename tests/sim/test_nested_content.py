@@ -53,9 +53,7 @@ def test_only_plain_names_are_filled_in(tmp_path: Path) -> None:
 
 def test_a_huge_width_spec_is_not_applied(tmp_path: Path) -> None:
     """The 362-byte file of the report: ``{topic:>2000000000}`` asked for a 2 GB prompt."""
-    expect = (
-        '  requests:\n    - {depth: 1, round: 1, last_message: {text: "{topic:>2000000000}"}}'
-    )
+    expect = '  requests:\n    - {depth: 1, round: 1, last_message: {text: "{topic:>2000000000}"}}'
     assert "1 passed" in run(tmp_path, "{topic:>2000000000}", "owls", expect)
 
 
@@ -64,8 +62,8 @@ def test_a_prompt_filled_in_past_the_size_limit_is_the_tools_error(tmp_path: Pat
     topic = "o" * (1024 * 1024)
     expect = (
         "  events:\n    - tool_execution_end: {tool_name: research, is_error: true, result: "
-        '"the nested exec\'s content would be 11,534,336 characters once its arguments are '
-        f'filled in; the limit is {MAX_BYTES:,} (the scenario file\'s, fixed): pass shorter '
+        "\"the nested exec's content would be 11,534,336 characters once its arguments are "
+        f"filled in; the limit is {MAX_BYTES:,} (the scenario file's, fixed): pass shorter "
         'arguments or fewer placeholders"}'
     )
     (tmp_path / "nested.yaml").write_text(
