@@ -127,7 +127,8 @@ def test_a_whole_scenario_loads_and_passes(block: Block, at_root: None) -> None:
         block.code,
         path=block.where,
         origin=block.page,
-        pythonpath=[ROOT / "examples" / "weather_agent" / "src"],
+        # the example project's tools, and the library's notes tool (the README's scenario)
+        pythonpath=[ROOT / "examples" / "weather_agent" / "src", ROOT / "scenarios" / "setup"],
     )
     if block.not_run is not None:
         return
