@@ -2,15 +2,12 @@
 secret scan; atomic saves.
 
 A save writes a temporary file in the cassette's own folder and moves it over the cassette
-with ``os.replace``: a crash part-way leaves the old file (or none), never half a file, and
-the temporary file is removed whatever happens in this process.
+with ``os.replace`` (:mod:`openprogram_sim.cassettes._atomic`, which also says what a killed
+save leaves and how the next one sweeps it).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ from typing import Any
 from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.serialize import deserialize, serialize
 
+from openprogram_sim.cassettes._atomic import atomic_write
 from openprogram_sim.cassettes._format import EXTRA, dump_yaml, iter_bodies, to_readable
 from openprogram_sim.cassettes._scrub import streamed_secrets
 from openprogram_sim.cassettes._secrets import Scrubber, find_secrets
@@ -27,24 +25,6 @@ __all__ = ["MAX_CASSETTE_BYTES", "Persister", "atomic_write"]
 
 MAX_CASSETTE_BYTES = 64 * 1024 * 1024
 """A cassette file larger than this is refused before it is parsed."""
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and
-    ``os.replace``; the temporary file never outlives the call."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        # a failure (or KeyboardInterrupt) mid-save: the old cassette stays as it was
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
 
 
 class _Stored(dict):  # type: ignore[type-arg]

@@ -25,6 +25,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from openprogram_sim.cassettes._atomic import atomic_write
+
 __all__ = ["add_parser", "command", "starter_scenario"]
 
 
@@ -167,11 +169,11 @@ def _write(target: Path, text: str, schema_ref: str, *, force: bool) -> int:
               "files; pass --schema PATH to put the schema elsewhere", file=sys.stderr)  # fmt: skip
         return 2
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    atomic_write(target, text, mode=0o644)
     print(f"openprogram-sim init: wrote {target}", file=sys.stderr)
     if state in ("missing", "outdated"):
         schema.parent.mkdir(parents=True, exist_ok=True)
-        schema.write_text(wanted, encoding="utf-8")
+        atomic_write(schema, wanted, mode=0o644)
         done = "wrote" if state == "missing" else "updated"
         print(f"openprogram-sim init: {done} {schema}, the JSON Schema your editor reads "
               f"(the first line of {target} points at it)", file=sys.stderr)  # fmt: skip

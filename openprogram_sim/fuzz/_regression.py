@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from openprogram_sim.cassettes._atomic import atomic_write
+
 __all__ = ["regression_text", "write_document"]
 
 
@@ -56,11 +58,12 @@ def regression_text(document: dict[str, Any]) -> str:
 
 def write_document(directory: str | Path, document: dict[str, Any]) -> Path:
     """Write a regression ``document`` as YAML under ``directory``; returns its path (named by
-    a digest of the content)."""
+    a digest of the content), atomically: a run killed while writing leaves no half file to
+    collect."""
     text = regression_text(document)
     digest = hashlib.sha256(text.encode()).hexdigest()[:10]
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"fuzz_{digest}.yaml"
-    path.write_text(text, encoding="utf-8")
+    atomic_write(path, text, mode=0o644)
     return path

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from importlib import resources
@@ -23,6 +22,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from openprogram_sim.cassettes._atomic import atomic_write
 from openprogram_sim.report._coverage import behaviour_view, tool_view
 
 __all__ = ["embed_json", "render_report", "write_report"]
@@ -142,19 +142,11 @@ def write_report(
     **options: Any,
 ) -> Path:
     """Render and write the report: to a temporary file beside ``path``, then
-    ``os.replace`` it into place, so a reader never sees a half-written page."""
+    ``os.replace`` it into place, so a reader never sees a half-written page (a killed
+    write's temporary file is swept by the next one: see
+    :func:`~openprogram_sim.cassettes._atomic.atomic_write`)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = render_report(records, **options)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, text, mode=0o644)
     return target
