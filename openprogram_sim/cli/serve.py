@@ -4,6 +4,7 @@ provider API, until Ctrl-C; then what the clients did, checked like ``run`` chec
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import signal
 import sys
 from collections.abc import Generator
@@ -13,12 +14,13 @@ from typing import Any, TextIO
 from openprogram_sim.cli._arguments import add_pythonpath
 from openprogram_sim.errors import ScenarioError
 
-__all__ = ["add_parser", "banner", "command"]
+__all__ = ["add_parser", "banner", "command", "exposure_warning"]
 
 # The server's own defaults (openprogram_sim.wire._app), restated so that building the
 # CLI's parser does not load the server; a test holds the two equal.
 DEFAULT_SESSION_TTL = 600.0
 DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
 
 
 def banner(server: Any, title: str, turns: int) -> str:
@@ -42,6 +44,26 @@ def banner(server: Any, title: str, turns: int) -> str:
         f"{_limits(server)}",
     ]
     return "\n".join(lines)
+
+
+def exposure_warning(host: str) -> str | None:
+    """The warning ``serve`` prints when ``host`` is not a loopback address (None when it
+    is): what other machines can then reach, and how to stay on this one."""
+    if host == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            return None
+    except ValueError:
+        pass  # a host name: it may resolve to any interface
+    every = host.strip("[]") in ("", "0.0.0.0", "::")
+    where = "every network interface" if every else f"{host}, which other machines may reach"
+    return (
+        f"openprogram-sim serve: warning: --host {host or repr(host)} listens on {where}: "
+        "anyone who can reach it can play the scenario's script and read the session "
+        "reports (the requests clients sent), with no authentication; use --host 127.0.0.1 "
+        "(the default) to stay on this machine"
+    )
 
 
 def _limits(server: Any) -> str:
@@ -79,10 +101,14 @@ def command(args: argparse.Namespace) -> int:
             log=log,
             session_ttl=args.session_ttl or None,
             max_sessions=args.max_sessions or None,
+            max_body=args.max_body_bytes or None,
         )
     except OSError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
+    warning = exposure_warning(args.host)
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
     with _stop_on_signals(server):  # before the banner: a client may act on it at once
         print(banner(server, scenario.scenario, len(server.app.script)), flush=True)
         server.run()
@@ -156,7 +182,12 @@ def add_parser(sub: Any) -> None:
         "turns never requested and expect.requests are checked (exit status 1 on failure).",
     )
     serve.add_argument("scenario", help="the scenario file")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; any other is "
+        "reachable by other machines, unauthenticated, and serve warns)",
+    )
     serve.add_argument(
         "--port", type=int, default=8000, help="port to listen on (0: any free port)"
     )
@@ -178,6 +209,11 @@ def add_parser(sub: Any) -> None:
         serve, "--max-sessions", DEFAULT_MAX_SESSIONS, "N",
         "refuse a request that would open more live /s/NAME sessions (HTTP 503; "
         f"default {DEFAULT_MAX_SESSIONS}; 0: no cap)",
+    )  # fmt: skip
+    _add_limit(
+        serve, "--max-body-bytes", DEFAULT_MAX_BODY, "N",
+        "refuse a request body longer than N bytes (HTTP 413, while it is read; "
+        f"default {DEFAULT_MAX_BODY} = 16 MiB; 0: no cap)",
     )  # fmt: skip
     add_pythonpath(serve, "scenario")
     serve.set_defaults(func=command)

@@ -8,9 +8,10 @@ its fields beside the expected ones down to the differing key, with hints; see
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from openprogram_sim.errors import MatchTimeoutError, ScriptExhaustedError
@@ -376,8 +377,35 @@ def check_requests(scenario: Any, requests: list[dict[str, Any]]) -> list[Failur
 
 def request_check(scenario: Any) -> Callable[[list[dict[str, Any]]], list[Failure]]:
     """:func:`check_requests` bound to ``scenario``: the ``check=`` that
-    :func:`~openprogram_sim.wire.serve` runs on each session's requests."""
-    return functools.partial(check_requests, scenario)
+    :func:`~openprogram_sim.wire.serve` runs on each session's requests. A failure's
+    ``where`` is relative to the working directory when the file is under it: a served
+    report goes to clients, which need not learn where the scenario lives."""
+
+    def check(requests: list[dict[str, Any]]) -> list[Failure]:
+        found = check_requests(scenario, requests)
+        return [dataclasses.replace(f, where=relative_where(f.where)) for f in found]
+
+    return check
+
+
+def relative_where(where: str) -> str:
+    """``where`` (``file:line``, or a file) with an absolute file under the working
+    directory made relative to it; any other as it is."""
+    name, colon, line = where.rpartition(":")
+    if not (colon and line.isdigit()):
+        name, line = where, ""
+    path = Path(name)
+    if not name or not path.is_absolute():
+        return where
+    try:
+        here = Path.cwd()
+    except OSError:  # the working directory was removed
+        return where
+    for base in (here, here.resolve()):
+        if path.is_relative_to(base):
+            rel = path.relative_to(base)
+            return f"{rel}:{line}" if line else str(rel)
+    return where
 
 
 _Check = Callable[[RunOutcome, list[Failure]], None]

@@ -71,7 +71,9 @@ def test_delete_ends_a_session_and_answers_with_its_report() -> None:
     assert "request 1 (depth 0, round 1) differs" in report["report"]
     assert 'tools: expected ["search"], actual []' in report["report"]
     where = next(f["where"] for f in report["failures"] if f["where"])
-    assert where.startswith(f"{TIDES_PATH}:")  # the expectation's file and line
+    here = Path.cwd()  # the expectation's file and line, relative to the working directory
+    shown = TIDES_PATH.relative_to(here) if TIDES_PATH.is_relative_to(here) else TIDES_PATH
+    assert where.startswith(f"{shown}:")
 
 
 def test_an_ended_name_starts_afresh_and_its_report_stays_readable() -> None:

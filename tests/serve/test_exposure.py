@@ -1,0 +1,112 @@
+"""What ``serve`` shows beyond this machine: a warning when it listens on an address other
+machines reach, and session reports that name the scenario relative to the working
+directory, not by the absolute path of the user's tree."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from openprogram_sim.cli.serve import exposure_warning
+from openprogram_sim.play import serve_scenario
+from openprogram_sim.scenario import load_scenario
+
+TIDES = Path(__file__).parent / "data" / "tides.yaml"
+WRONG = {"model": "m", "messages": [{"role": "user", "content": "Why is the sky blue?"}]}
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
+def test_loopback_is_served_without_a_word(host: str) -> None:
+    assert exposure_warning(host) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "where"),
+    [
+        ("0.0.0.0", "every network interface"),
+        ("::", "every network interface"),
+        ("", "every network interface"),
+        ("192.168.1.5", "192.168.1.5, which other machines may reach"),
+        ("build-box", "build-box, which other machines may reach"),
+    ],
+)
+def test_any_other_address_is_named_with_what_it_exposes(host: str, where: str) -> None:
+    warning = exposure_warning(host)
+    assert warning is not None
+    assert f"listens on {where}:" in warning
+    assert "the scenario's script" in warning and "no authentication" in warning
+    assert "use --host 127.0.0.1" in warning
+
+
+def _serve(*extra: str) -> str:
+    """``openprogram-sim serve`` started, stopped with Ctrl-C once its banner is out: its stderr."""
+    command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(TIDES), "--port", "0"]
+    process = subprocess.Popen(
+        [*command, "-q", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        first = process.stdout.readline()  # type: ignore[union-attr]
+        assert first.startswith("openprogram-sim serve:"), first
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return err
+
+
+def test_serve_on_every_interface_warns_on_stderr() -> None:
+    err = _serve("--host", "0.0.0.0")
+    assert re.search(r"warning: --host 0\.0\.0\.0 listens on every network interface", err), err
+
+
+def test_serve_on_loopback_does_not_warn() -> None:
+    assert "warning" not in _serve()
+
+
+def _failing_session(path: Path) -> tuple[dict[str, object], str]:
+    """A session whose one request breaks ``expect.requests``: its report as ``DELETE``
+    sends it, and the server's final report rendered."""
+    with serve_scenario(load_scenario(path)) as server, httpx2.Client(base_url=server.url) as c:
+        assert c.post("/s/a/v1/chat/completions", json=WRONG).status_code == 200
+        sent = c.delete("/s/a").json()
+        return sent, server.check().render()
+
+
+def test_session_reports_name_the_scenario_relative_to_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "scenarios" / "tides.yaml"
+    path.parent.mkdir()
+    shutil.copy(TIDES, path)
+    monkeypatch.chdir(tmp_path)
+    sent, final = _failing_session(path.resolve())
+    wheres = {f["where"] for f in sent["failures"]}  # type: ignore[attr-defined]
+    assert "scenarios/tides.yaml:16" in wheres
+    assert str(tmp_path) not in repr(sent) and str(tmp_path) not in final
+    assert "at scenarios/tides.yaml:16" in final
+
+
+def test_a_scenario_outside_the_working_directory_keeps_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "elsewhere" / "tides.yaml"
+    path.parent.mkdir()
+    shutil.copy(TIDES, path)
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    sent, _final = _failing_session(path.resolve())
+    assert f"{path.resolve()}:16" in {f["where"] for f in sent["failures"]}  # type: ignore[attr-defined]
