@@ -3,6 +3,14 @@ tool each client offers."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 TEXT = "Tides follow the moon, and the sun pulls a little too."
@@ -28,3 +36,34 @@ SEARCH_SCHEMA = {
 def turns(n: int) -> list[dict[str, Any]]:
     """``n`` pairs of (tool call, text) replies."""
     return [TOOL_TURN, TEXT_TURN] * n
+
+
+@contextmanager
+def serve_process(scenario: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
+    """``openprogram-sim serve SCENARIO --port 0 EXTRA...`` as a real process (Ctrl-C is
+    what a user does), killed if a test leaves it running."""
+    command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(scenario), "--port", "0"]
+    process = subprocess.Popen(
+        [*command, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def read_banner(process: subprocess.Popen[str]) -> tuple[str, list[str]]:
+    """The server's URL and its eight-line banner."""
+    banner = [process.stdout.readline() for _ in range(8)]  # type: ignore[union-attr]
+    match = re.search(r"listening on (http://\S+)", banner[1])
+    assert match, banner
+    return match.group(1), banner
+
+
+def interrupt(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """Ctrl-C, then what the server printed on stdout and stderr."""
+    process.send_signal(signal.SIGINT)
+    return process.communicate(timeout=20)

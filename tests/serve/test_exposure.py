@@ -4,16 +4,13 @@ directory, not by the absolute path of the user's tree."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
 import pytest
+from serve_support import interrupt, serve_process
 
 from openprogram_sim.cli.serve import exposure_warning
 from openprogram_sim.play import serve_scenario
@@ -48,23 +45,10 @@ def test_any_other_address_is_named_with_what_it_exposes(host: str, where: str) 
 
 def _serve(*extra: str) -> str:
     """``openprogram-sim serve`` started, stopped with Ctrl-C once its banner is out: its stderr."""
-    command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(TIDES), "--port", "0"]
-    process = subprocess.Popen(
-        [*command, "-q", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    with serve_process(TIDES, "-q", *extra) as process:
         first = process.stdout.readline()  # type: ignore[union-attr]
         assert first.startswith("openprogram-sim serve:"), first
-        process.send_signal(signal.SIGINT)
-        _out, err = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        _out, err = interrupt(process)
     return err
 
 

@@ -5,11 +5,6 @@ counts every session, ended ones included. All over real loopback HTTP."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,6 +12,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from _support import run_cli
+from serve_support import interrupt, read_banner, serve_process
 
 from openprogram_sim.play import serve_scenario
 from openprogram_sim.scenario import load_scenario
@@ -275,21 +271,10 @@ def test_limits_are_checked_when_given() -> None:
 # --------------------------------------------------------------------------- the CLI
 
 
-def _start(*extra: str) -> tuple[subprocess.Popen[str], str, list[str]]:
-    command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(TIDES_PATH), "--port", "0"]
-    process = subprocess.Popen(
-        [*command, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    banner = [process.stdout.readline() for _ in range(8)]  # type: ignore[union-attr]
-    match = re.search(r"listening on (http://\S+)", banner[1])
-    assert match, banner
-    return process, match.group(1), banner
-
-
 def test_the_cli_ends_expires_and_caps_sessions_and_reports_them_all() -> None:
-    process, url, banner = _start("--session-ttl", "0.4", "--max-sessions", "2")
-    try:
+    limits = ("--session-ttl", "0.4", "--max-sessions", "2")
+    with serve_process(TIDES_PATH, *limits) as process:
+        url, banner = read_banner(process)
         assert banner[7].strip() == (
             f"DELETE {url}/s/NAME ends one and answers with its report (GET: so far); "
             "sessions end after 0.4 s idle, at most 2 live"
@@ -302,12 +287,7 @@ def test_the_cli_ends_expires_and_caps_sessions_and_reports_them_all() -> None:
             assert client.post("/s/d/v1/chat/completions", json=HI).status_code == 503
             time.sleep(0.9)
             follow_the_script(client, "d")  # b and c expired: room again
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        out, err = interrupt(process)
     assert process.returncode == 1, out + err
     checked = "session 'd', session 'b' (expired), 2 ended session(s) that passed"
     assert f"openprogram-sim serve: 7 model call(s); checked: {checked}" in out
@@ -332,12 +312,10 @@ def test_bad_limits_on_the_command_line_exit_2(flag: str, value: str, says: str)
 
 
 def test_zero_on_the_command_line_lifts_a_limit() -> None:
-    process, _url, banner = _start("--session-ttl", "0", "--max-sessions", "0", "-q")
-    try:
-        assert "sessions never end when idle, no cap on live sessions" in banner[7]
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=20)
+    with serve_process(TIDES_PATH, "--session-ttl", "0", "--max-sessions", "0", "-q") as process:
+        _url, banner = read_banner(process)
+        interrupt(process)
+    assert "sessions never end when idle, no cap on live sessions" in banner[7]
 
 
 def test_the_cli_defaults_are_the_servers() -> None:

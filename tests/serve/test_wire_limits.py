@@ -6,17 +6,13 @@ allowed set are refused with HTTP 400 and never reach a log unescaped."""
 from __future__ import annotations
 
 import argparse
-import os
-import re
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from serve_support import interrupt, read_banner, serve_process
 
 from openprogram_sim.wire import serve
 
@@ -196,26 +192,13 @@ def test_good_session_names_are_served_and_logged_as_they_are() -> None:
 
 def test_the_cli_caps_bodies_refuses_bad_names_and_fails_the_report_at_stop() -> None:
     scenario = Path(__file__).parent / "data" / "tides.yaml"
-    command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(scenario),
-               "--port", "0", "--max-body-bytes", "1000"]  # fmt: skip
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        banner = [process.stdout.readline() for _ in range(8)]  # type: ignore[union-attr]
-        match = re.search(r"listening on (http://\S+)", banner[1])
-        assert match, banner
-        with httpx2.Client(base_url=match.group(1)) as client:
+    with serve_process(scenario, "--max-body-bytes", "1000") as process:
+        url, _ = read_banner(process)
+        with httpx2.Client(base_url=url) as client:
             big = {**HI, "pad": "x" * 5000}
             assert client.post("/s/a/v1/chat/completions", json=big).status_code == 413
             assert client.post("/s/%0d%0aPASS/v1/chat/completions", json=HI).status_code == 400
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        out, err = interrupt(process)
     assert process.returncode == 1, out + err
     assert "longer than 1000 bytes" in out and "is not a session name" in out
     assert "'\\r\\nPASS' is not a session name" in err
