@@ -69,15 +69,23 @@ LAST_TURN_STOPS = [
 """A turn of tool results ends; the next turn's text reply ends the run."""
 
 
+def one_call(name: str) -> list[str]:
+    """From the reply that calls ``name`` (once, and it succeeds) to its result's
+    ``message_end``, in ``compact(trace)`` form."""
+    return [
+        f"message_end:assistant[{name}]/toolUse",
+        f"tool_start:{name}",
+        f"tool_end:{name}:ok",
+        "message_start:toolResult",
+        "message_end:toolResult",
+    ]
+
+
 def tool_round_then_stop(name: str) -> list[str]:
     """In ``compact(trace, rounds=True)`` form: round 1's reply calls ``name`` once and it
     succeeds, then round 2's text reply ends the run."""
     return [
-        f"message_end:assistant[{name}]/toolUse@1",
-        f"tool_start:{name}@1",
-        f"tool_end:{name}:ok@1",
-        "message_start:toolResult@1",
-        "message_end:toolResult@1",
+        *(f"{e}@1" for e in one_call(name)),
         *[f"{e}@{1 if i == 0 else 2}" for i, e in enumerate(LAST_TURN_STOPS)],
     ]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from _support import LAST_TURN_STOPS, compact, make_runtime, tool
+from _support import LAST_TURN_STOPS, compact, make_runtime, one_call, tool
 
 from openprogram import InvalidArgumentError
 from openprogram.types import (
@@ -42,11 +42,7 @@ def test_a_continue_sends_the_history_as_it_is_and_emits_no_prompt() -> None:
         "agent_start",
         "turn_start",
         "message_start:assistant",
-        "message_end:assistant[noop]/toolUse",
-        "tool_start:noop",
-        "tool_end:noop:ok",
-        "message_start:toolResult",
-        "message_end:toolResult",
+        *one_call("noop"),
         *LAST_TURN_STOPS,
     ]
     assert runtime.last_run is not None

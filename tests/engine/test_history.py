@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from _support import LAST_TURN_STOPS, OPENING, compact, make_runtime, tool
+from _support import LAST_TURN_STOPS, OPENING, compact, make_runtime, one_call, tool
 
 from openprogram import ArgumentTypeError, InvalidArgumentError
 from openprogram.types import (
@@ -43,11 +43,7 @@ def test_the_model_sees_the_history_before_the_new_content() -> None:
     # only the new prompt is emitted; the history is not replayed as events
     assert compact(rec.trace) == [
         *OPENING,
-        "message_end:assistant[noop]/toolUse",
-        "tool_start:noop",
-        "tool_end:noop:ok",
-        "message_start:toolResult",
-        "message_end:toolResult",
+        *one_call("noop"),
         *LAST_TURN_STOPS,
     ]
     assert runtime.last_run is not None

@@ -112,6 +112,15 @@ def _plant_dropped_skip(monkeypatch: pytest.MonkeyPatch) -> None:
 # --------------------------------------------------------------------------- helpers
 
 
+def _planted_campaign(
+    plant: Any, seed: int, monkeypatch: pytest.MonkeyPatch, folder: Path
+) -> tuple[Any, Scenario]:
+    """The campaign against the loop with ``plant`` applied, and its kept regression file."""
+    plant(monkeypatch)
+    result = run_campaign(2000, seed=seed, regressions=folder, chunk_size=500, batch=4)
+    return result, _kept_file(result.failure, folder)
+
+
 def _kept_file(failure: FuzzFailure | None, folder: Path) -> Scenario:
     """The failure's regression file: kept, alone in ``folder``, reproducing, and with the
     expectations the rules give for its own content (nothing else went in)."""
@@ -222,9 +231,7 @@ def test_a_broken_skip_is_written_with_the_seeds_skip(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    plant(monkeypatch)
-    result = run_campaign(2000, seed=seed, regressions=tmp_path, chunk_size=500, batch=4)
-    scenario = _kept_file(result.failure, tmp_path)
+    result, scenario = _planted_campaign(plant, seed, monkeypatch, tmp_path)
     assert result.failure is not None
     assert scenario.steering  # a skip needs a steering point
 
@@ -261,9 +268,7 @@ def test_broken_result_pairing_is_written_with_one_result_per_call(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    plant(monkeypatch)
-    result = run_campaign(2000, seed=seed, regressions=tmp_path, chunk_size=500, batch=4)
-    scenario = _kept_file(result.failure, tmp_path)
+    result, scenario = _planted_campaign(plant, seed, monkeypatch, tmp_path)
 
     # one tool_execution_end and one toolResult message per call, ids paired in call order
     ends = _events(scenario, "tool_execution_end")
