@@ -5,6 +5,7 @@ same names), and ``setup:`` failures read as the scenario's."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -48,19 +49,8 @@ def fresh_notes():
     scenario_notes.LOG.append(f"fixture torn down after {sorted(scenario_notes.NOTES)}")
 """
 
-SAVE = """\
-scenario: TITLE
-fixtures: [fresh_notes]
-tools:
-  save_note: {python: "scenario_notes:save_note"}
-exec: {content: "Save milk."}
-model:
-  - tool_calls: [{save_note: {title: milk}}]
-  - text: "Saved."
-expect:
-  events:
-    - tool_execution_end: {tool_name: save_note, result: "saved 'milk'"}
-"""
+SAVE = (Path(__file__).parent / "data" / "save_note_with_fixture.yaml").read_text(encoding="utf-8")
+"""A scenario (titled ``TITLE``) that saves a note with the fixture ``fresh_notes``."""
 
 
 @pytest.fixture

@@ -61,6 +61,12 @@ def test_serve_on_loopback_does_not_warn() -> None:
     assert "warning" not in _serve()
 
 
+def _tides_in(folder: Path) -> Path:
+    """A copy of the tides scenario in ``folder`` (made)."""
+    folder.mkdir()
+    return Path(shutil.copy(TIDES, folder / "tides.yaml"))
+
+
 def _failing_session(path: Path) -> tuple[dict[str, object], str]:
     """A session whose one request breaks ``expect.requests``: its report as ``DELETE``
     sends it, and the server's final report rendered."""
@@ -73,9 +79,7 @@ def _failing_session(path: Path) -> tuple[dict[str, object], str]:
 def test_session_reports_name_the_scenario_relative_to_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "scenarios" / "tides.yaml"
-    path.parent.mkdir()
-    shutil.copy(TIDES, path)
+    path = _tides_in(tmp_path / "scenarios")
     monkeypatch.chdir(tmp_path)
     sent, final = _failing_session(path.resolve())
     wheres = {f["where"] for f in sent["failures"]}  # type: ignore[attr-defined]
@@ -87,9 +91,7 @@ def test_session_reports_name_the_scenario_relative_to_the_working_directory(
 def test_a_scenario_outside_the_working_directory_keeps_its_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "elsewhere" / "tides.yaml"
-    path.parent.mkdir()
-    shutil.copy(TIDES, path)
+    path = _tides_in(tmp_path / "elsewhere")
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")
     sent, _final = _failing_session(path.resolve())

@@ -72,31 +72,19 @@ def nap(marker: str) -> str:
     return "woke"
 '''
 
-CRASHING = """\
-scenario: TOOL in a tool
-timeout: 60
-tools:
-  TOOL: {python: "MODULE:TOOL"}
-  search: {returns: "never"}
-exec: {content: "Go.", tools: [TOOL, search]}
-model:
-  - tool_calls: [{TOOL: ARGS}, {search: {}}]
-  - text: "Done."
-expect:
-  result: "Done."
-"""
+CRASHING = (Path(__file__).parent / "data" / "crashing_tool.yaml").read_text(encoding="utf-8")
+"""A scenario whose ``TOOL`` (from ``MODULE``, called with ``ARGS``) raises; filled in per test."""
 
-FINE = """\
-scenario: TITLE
-tools:
-  echo: {returns: "hi"}
-exec: {content: "Go."}
-model:
-  - tool_calls: [{echo: {}}]
-  - text: "Done."
-expect:
-  result: "Done."
-"""
+FINE = (Path(__file__).parent / "data" / "echo_then_done.yaml").read_text(encoding="utf-8")
+"""A scenario (titled ``TITLE``) that passes: one simulated call, then text."""
+
+
+def _json_run(project: Path, *, exit_code: int) -> dict[str, Any]:
+    """``openprogram-sim run . --json`` in ``project``: its exit code checked, its JSON."""
+    result = run_cli("run", ".", "--json", cwd=project)
+    assert result.returncode == exit_code, result.stdout + result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
 
 
 @pytest.fixture
@@ -228,9 +216,7 @@ def test_the_cli_reports_the_crashed_scenario_as_an_error_and_the_others_stand(
 def test_the_cli_s_json_names_the_crash_and_keeps_the_closed_trace(project: Path) -> None:
     fine(project, "a_fine.yaml")
     crashing(project, "b_explode.yaml", "explode")
-    result = run_cli("run", ".", "--json", cwd=project)
-    assert result.returncode == 1
-    data = json.loads(result.stdout)
+    data = _json_run(project, exit_code=1)
     assert data["summary"] == {**data["summary"], "passed": 1, "error": 1, "total": 2}
     crashed = data["scenarios"][1]
     assert crashed["status"] == "error" and crashed["error"] == "Boom: kaput"
@@ -259,9 +245,7 @@ def test_a_keyboard_interrupt_stops_the_cli_which_reports_what_ran(project: Path
 def test_the_cli_s_json_after_a_keyboard_interrupt(project: Path) -> None:
     fine(project, "a_fine.yaml")
     crashing(project, "b_interrupt.yaml", "interrupt")
-    result = run_cli("run", ".", "--json", cwd=project)
-    assert result.returncode == 130
-    data = json.loads(result.stdout)
+    data = _json_run(project, exit_code=130)
     assert [(Path(s["path"]).name, s["status"]) for s in data["scenarios"]] == [
         ("a_fine.yaml", "passed"),
         ("b_interrupt.yaml", "interrupted"),
