@@ -47,6 +47,23 @@ class UserOptions:
     max_steering: int = 1
     max_follow_ups: int = 1
     timeout: float = 2.0
+    unknown_tool_rate: float = 0.05
+    """Share of generated calls that go to a tool that does not exist (0 to 1)."""
+    invalid_args_rate: float = 0.1
+    """Share of generated calls whose arguments the tool layer rejects (0 to 1)."""
+
+    def __post_init__(self) -> None:
+        for name in ("unknown_tool_rate", "invalid_args_rate"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{name}={value!r} must be a number between 0 and 1")
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name}={value!r} must be between 0 and 1 (a share of calls)")
+        if self.unknown_tool_rate + self.invalid_args_rate > 1.0:
+            raise ValueError(
+                f"unknown_tool_rate={self.unknown_tool_rate!r} and invalid_args_rate="
+                f"{self.invalid_args_rate!r} add up to more than 1 (both are shares of all calls)"
+            )
 
 
 def _weighted(options: Sequence[Any], weights: dict[Any, int]) -> st.SearchStrategy[Any]:
