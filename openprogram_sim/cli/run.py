@@ -141,7 +141,11 @@ def run_paths(
         if before_each is not None:
             before_each(file)
         try:
-            outcome = run_scenario(scenario, model)
+            outcome = run_scenario(scenario, model)  # imports the Python the file names
+        except ScenarioError as exc:  # that Python does not import, or is refused
+            results.append(ScenarioResult(file, load_error=exc))
+            progress.update(i + 1)
+            continue
         except KeyboardInterrupt:  # Ctrl-C (or a tool raising it): stop, report what ran
             results.append(ScenarioResult(file, interrupted=True))
             break

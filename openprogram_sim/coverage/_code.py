@@ -179,11 +179,12 @@ def tool_locations(scenarios: Iterable[Any]) -> dict[str, dict[str, Any]]:
 
 
 def _entry_point(scenario: Any) -> dict[str, Any] | None:
-    from openprogram_sim.scenario._python import import_ref, import_roots
+    from openprogram_sim.errors import ScenarioError
+    from openprogram_sim.scenario import resolve_python
 
     try:
-        function = import_ref(scenario.call, import_roots(scenario.path or None))
-    except Exception:  # the loader reports it
+        function = resolve_python(scenario)[scenario.call]
+    except ScenarioError:  # the run reports it, with its line
         return None
     return locate(function, scenario.call)
 

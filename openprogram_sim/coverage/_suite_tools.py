@@ -78,22 +78,12 @@ def _args(scenarios: Sequence[Scenario], name: str, schema: dict[str, Any]) -> d
     return example_arguments(schema)
 
 
-def _ref_of(tool: Any, fallback: str) -> str | None:
+def _ref_of(tool: Any, fallback: str, registry: str | None) -> str | None:
     """``module:name`` the user's tool is importable as (a registry's tools have none of
     their own in the scenario)."""
-    if ":" in fallback and not _is_registry(fallback):
+    if ":" in fallback and fallback != registry:
         return fallback
     return ref_of(getattr(tool, "source", None))
-
-
-def _is_registry(ref: str) -> bool:
-    from openprogram import ToolRegistry
-    from openprogram_sim.scenario import import_ref
-
-    try:
-        return isinstance(import_ref(ref), ToolRegistry)
-    except Exception:
-        return False
 
 
 def suite_tools(scenarios: Iterable[Scenario]) -> list[SuiteTool]:
@@ -112,7 +102,7 @@ def suite_tools(scenarios: Iterable[Scenario]) -> list[SuiteTool]:
                 shape = json.dumps([spec.description, spec.parameters], sort_keys=True)
                 definitions.setdefault(name, Counter())[shape] += 1
         for name, tool, ref in python_tools(scenario):
-            own = _ref_of(tool, ref)
+            own = _ref_of(tool, ref, scenario.registry)
             if own is None or tool.gates.defer or getattr(tool.source, "agentic", False):
                 continue
             uses[name] += 1

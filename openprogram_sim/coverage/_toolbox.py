@@ -2,8 +2,8 @@
 deferred, and for the user's own tools the Python function behind it.
 
 Simulated tools say it in the file (``returns:``, ``raises:``, ``exec:``, ``defer:``); the
-user's tools (``python:``, ``registry:``) are read from the code the scenario names, imported
-the way the runner imports them.
+user's tools (``python:``, ``registry:``) are read from the code the scenario names, the
+objects the runner imported (:func:`~openprogram_sim.scenario.resolve_python`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from openprogram_sim.scenario import ExecArgs, Scenario
+from openprogram_sim.errors import ScenarioError
+from openprogram_sim.scenario import ExecArgs, Scenario, resolve_python
 
 __all__ = ["ToolInfo", "exec_args_of", "python_tools", "tool_infos"]
 
@@ -48,12 +49,13 @@ def _body(spec: Any) -> Body:
     return "returns"
 
 
-def _import(scenario: Scenario, ref: str) -> Any:
-    # The runner's own resolution (the scenario's folder, the current directory, the
-    # pyproject's [tool.openprogram] pythonpath): the module is already imported by then.
-    from openprogram_sim.scenario._python import import_ref, import_roots
-
-    return import_ref(ref, import_roots(scenario.path or None))
+def _objects(scenario: Scenario) -> dict[str, Any]:
+    # The runner's own objects: the scenario ran, so they are imported and checked already
+    # (a scenario whose Python could not be resolved never ran, and has no tools here).
+    try:
+        return resolve_python(scenario)
+    except ScenarioError:
+        return {}
 
 
 def _function(tool: Any) -> Any:
@@ -65,24 +67,17 @@ def _function(tool: Any) -> Any:
 
 def python_tools(scenario: Scenario) -> Iterator[tuple[str, Any, str]]:
     """``(name, tool, ref)`` for each of the user's tools the scenario uses: its registry's
-    tools, then its ``python:`` tools (import errors are the loader's to report: a tool
-    that cannot be imported is left out)."""
+    tools, then its ``python:`` tools (none when they do not import: the run reports that,
+    with its line)."""
     from openprogram.tools import as_tool
 
-    if scenario.registry:
-        try:
-            registry = _import(scenario, scenario.registry)
-        except Exception:  # the loader reports it, with its line
-            registry = None
-        for tool in registry.tools() if registry is not None else ():
-            yield tool.name, tool, scenario.registry
+    objects = _objects(scenario)
+    registry = objects.get(scenario.registry) if scenario.registry else None
+    for tool in registry.tools() if registry is not None else ():
+        yield tool.name, tool, str(scenario.registry)
     for name, spec in scenario.tools.items():
-        if spec.python is None:
-            continue
-        try:
-            yield name, as_tool(_import(scenario, spec.python)), spec.python
-        except Exception:
-            continue
+        if spec.python is not None and spec.python in objects:
+            yield name, as_tool(objects[spec.python]), spec.python
 
 
 def tool_infos(scenario: Scenario) -> dict[str, ToolInfo]:

@@ -28,8 +28,7 @@ from openprogram_sim.scenario import (
     ExecArgs,
     Scenario,
     ToolDef,
-    import_ref,
-    import_roots,
+    resolve_python,
 )
 
 __all__ = ["Build", "Injections", "history_messages"]
@@ -125,7 +124,9 @@ def _result(value: Any) -> Any:
 
 
 class Build:
-    """Turns a scenario into runtime objects (tools resolved by name, exec kwargs)."""
+    """Turns a scenario into runtime objects (tools resolved by name, exec kwargs); the
+    user's Python the scenario names is imported here, as the run is built (see
+    :func:`~openprogram_sim.scenario.resolve_python`)."""
 
     def __init__(self, scenario: Scenario, runtime_box: dict[str, Runtime]) -> None:
         self.scenario = scenario
@@ -142,16 +143,17 @@ class Build:
         """The run's trace as it is recorded (the runner sets it)."""
         self.steps: list[StepRecord] = []
         """A conversation's execs as they end (see :mod:`._conversation`)."""
+        self.objects = resolve_python(scenario)
+        """The user's objects the scenario names, imported now (a :class:`ScenarioError`
+        naming the file and line when one does not import or is refused)."""
         self.entries: dict[str, Any] = {}
         for name, spec in scenario.tools.items():
             self.entries[name] = self._entry(name, spec)
         self.registry = self._registry()
 
     def python(self, ref: str) -> Any:
-        known = self.scenario._python
-        if ref not in known:  # a Scenario built in Python: import it now
-            known[ref] = import_ref(ref, import_roots(self.scenario.path or None))
-        return known[ref]
+        """The user's object ``ref`` (one of the scenario's references) names."""
+        return self.objects[ref]
 
     def _registry(self) -> ToolRegistry:
         """A fresh registry of the scenario's tools, over a copy of the user's registry

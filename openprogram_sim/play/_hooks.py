@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import openprogram
-from openprogram_sim.scenario import PythonRefError, Scenario, import_ref, import_roots
+from openprogram_sim.scenario import (
+    PythonRefError,
+    Scenario,
+    import_ref,
+    import_roots,
+    refuse_stdlib,
+)
 
 __all__ = ["HookFailure", "Hooks"]
 
@@ -100,12 +106,17 @@ class Hooks:
             await self._call("teardown", i, ref)
 
     async def _call(self, phase: Phase, index: int, ref: str) -> bool:
+        roots = self._roots()
         try:
-            fn = import_ref(ref, self._roots())
+            fn = import_ref(ref, roots)
         except PythonRefError as exc:
             return self._fail(phase, index, ref, f"could not be imported: {exc}")
         if not callable(fn):
             return self._fail(phase, index, ref, f"is a {type(fn).__name__}, not a callable")
+        try:
+            refuse_stdlib(ref, fn, roots[0])
+        except PythonRefError as exc:
+            return self._fail(phase, index, ref, f"is refused: {exc}")
         kwargs, problem = self._arguments(fn)
         if problem is not None:
             return self._fail(phase, index, ref, problem)

@@ -23,6 +23,7 @@ __all__ = [
     "ScenarioFailed",
     "ScenarioFile",
     "ScenarioItem",
+    "ScenarioNotRun",
     "State",
     "display_path",
     "relpath",
@@ -120,6 +121,15 @@ class ScenarioFailed(AssertionError):
         self.verdict = verdict
 
 
+class ScenarioNotRun(Exception):
+    """The Python a scenario names could not be imported, or was refused, as its run was
+    built; ``repr_failure`` prints the file's ``file:line`` errors."""
+
+    def __init__(self, error: ScenarioError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class ScenarioItem(pytest.Item):
     """One scenario file, run on the simulator and checked against its ``expect:``."""
 
@@ -175,12 +185,17 @@ class ScenarioItem(pytest.Item):
             )
 
     def runtest(self) -> None:
+        from openprogram_sim.errors import ScenarioError
         from openprogram_sim.play import check_outcome, run_scenario
         from openprogram_sim.report import scenario_props
 
         assert self.scenario is not None, "a scenario item runs once"
         values = {name: self.funcargs[name] for name in self.wanted}
-        self.verdict = verdict = check_outcome(run_scenario(self.scenario, fixtures=values))
+        try:  # the file's Python is imported now, as its run is built (not at collection)
+            outcome = run_scenario(self.scenario, fixtures=values)
+        except ScenarioError as exc:
+            raise ScenarioNotRun(exc) from None
+        self.verdict = verdict = check_outcome(outcome)
         for key, value in scenario_props(verdict).items():
             self.user_properties.append((key, value))
         if not verdict.passed:
@@ -191,6 +206,9 @@ class ScenarioItem(pytest.Item):
         excinfo: pytest.ExceptionInfo[BaseException],
         style: Any = None,
     ) -> str | Any:
+        if isinstance(excinfo.value, ScenarioNotRun):
+            issues = "\n".join(f"  {issue}" for issue in excinfo.value.error.issues)
+            return f"invalid scenario file {display_path(self.config, self.path)}:\n{issues}"
         if isinstance(excinfo.value, ScenarioFailed):
             from openprogram_sim.report import format_verdict
 

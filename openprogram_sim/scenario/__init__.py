@@ -13,8 +13,10 @@
   mistake reported at once with a did-you-mean,
 - collection (:func:`discover`, :func:`not_a_scenario`): the scenario files under a folder,
   the cassettes beside them recognised from their first bytes and left alone,
-- the Python references a file may name (``python:``, ``registry:``, ``call:``):
-  :func:`import_ref`, :func:`import_roots`, :func:`scenario_env`.
+- the Python references a file may name (``python:``, ``registry:``, ``call:``), imported
+  when a run starts, never at load (:func:`resolve_python`; a standard-library callable only
+  when ``[tool.openprogram]`` :data:`STDLIB_SETTING` allows it): :func:`import_ref`,
+  :func:`import_roots`, :func:`scenario_env`.
 
 Running and checking a scenario is :mod:`openprogram_sim.play`'s.
 """
@@ -23,12 +25,15 @@ from openprogram_sim.scenario._discover import discover, not_a_scenario
 from openprogram_sim.scenario._jsonschema import json_schema
 from openprogram_sim.scenario._loader import load_scenario, parse_scenario
 from openprogram_sim.scenario._python import (
+    STDLIB_SETTING,
     PythonRefError,
     import_ref,
     import_roots,
     ref_of,
+    refuse_stdlib,
     scenario_env,
 )
+from openprogram_sim.scenario._resolve import resolve_python
 from openprogram_sim.scenario._schema import (
     AbortPoint,
     CassetteModel,
@@ -53,6 +58,7 @@ from openprogram_sim.scenario._yaml import MAX_BYTES
 
 __all__ = [
     "MAX_BYTES",
+    "STDLIB_SETTING",
     "AbortPoint",
     "CassetteModel",
     "ConversationStep",
@@ -80,6 +86,8 @@ __all__ = [
     "not_a_scenario",
     "parse_scenario",
     "ref_of",
+    "refuse_stdlib",
+    "resolve_python",
     "scenario_env",
 ]
 

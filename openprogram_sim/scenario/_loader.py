@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from openprogram.tools import SEARCH_TOOL_NAME
 from openprogram_sim.errors import ScenarioError, ScenarioIssue
 from openprogram_sim.scenario._discover import CASSETTE_REASON
-from openprogram_sim.scenario._python import PythonRefError, import_ref, import_roots
+from openprogram_sim.scenario._python import import_roots
 from openprogram_sim.scenario._schema import (
     AbortPoint,
     CassetteFault,
@@ -49,7 +49,14 @@ from openprogram_sim.scenario._yaml import (
 )
 from openprogram_sim.trace import EVENT_FIELDS, check_field_value, check_matcher
 
-__all__ = ["load_scenario", "parse_scenario"]
+__all__ = [
+    "load_scenario",
+    "parse_scenario",
+    "python_refs",
+    "ref_problem",
+    "tool_name_issues",
+    "where_of",
+]
 
 
 def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -66,7 +73,8 @@ def _data_path(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(path)
 
 
-def _where(path: tuple[Any, ...]) -> str:
+def where_of(path: tuple[Any, ...]) -> str:
+    """A key path as errors write it: ``tools.search.python``, ``exec.tools[1]``."""
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -128,14 +136,14 @@ def _issue_from_error(err: Any, data: Any, lines: LineMap, file: str) -> Scenari
         close = difflib.get_close_matches(str(key), allowed, n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(allowed)}"
         message = f"unknown key {key!r}; {hint}"
-        return ScenarioIssue(file, lines.line(path, key=True), _where(path), message)
+        return ScenarioIssue(file, lines.line(path, key=True), where_of(path), message)
     if kind == "missing":
         message = f"missing required key {loc[-1]!r}"
-        return ScenarioIssue(file, lines.line(path), _where(path), message)
+        return ScenarioIssue(file, lines.line(path), where_of(path), message)
     message = err["msg"].removeprefix("Value error, ")
     if kind not in ("value_error", "assertion_error"):
         message += f" (got {json.dumps(err.get('input'), default=str)[:80]})"
-    return ScenarioIssue(file, lines.line(path), _where(path), message)
+    return ScenarioIssue(file, lines.line(path), where_of(path), message)
 
 
 def _list(value: Any) -> list[Any]:
@@ -154,16 +162,34 @@ def _semantic_issues(
 ) -> list[ScenarioIssue]:
     """Checks beyond types: names that must exist, events and their fields, matchers that
     must compile. They read the raw data (each part only where it has the right shape), so
-    they run even when the schema found mistakes: a file's mistakes are reported at once."""
+    they run even when the schema found mistakes: a file's mistakes are reported at once.
+    ``extra_names``: the tool names known beside the file's own (None: not known yet, as
+    with a ``registry:``, whose names are checked when the run imports it)."""
+    issues: list[ScenarioIssue] = []
+    if extra_names is not None:
+        issues += tool_name_issues(data, lines, file, extra_names)
+    expects: list[tuple[tuple[Any, ...], Any]] = [(("expect",), data.get("expect"))]
+    for k, step in enumerate(_list(data.get("conversation"))):  # each exec of a conversation
+        expects.append((("conversation", k, "expect"), _dict(step).get("expect")))
+    for base, raw in expects:
+        _check_expect(_dict(raw), base, lines, file, issues)
+    _check_abort_turn(data, lines, file, issues)
+    return issues
+
+
+def tool_name_issues(
+    data: dict[str, Any], lines: LineMap | None, file: str, extra_names: AbstractSet[str]
+) -> list[ScenarioIssue]:
+    """Every tool name the file uses (``exec.tools``, toolsets, nested and conversation
+    execs, ``expect.requests`` tools) that is neither one of its ``tools:`` nor in
+    ``extra_names`` (a registry's), each with its line and a did-you-mean."""
     issues: list[ScenarioIssue] = []
     tools = _dict(data.get("tools"))
-    defined = {str(name) for name in tools} | set(extra_names or ())
+    defined = {str(name) for name in tools} | set(extra_names)
 
     def check_names(
         names: Any, path: tuple[Any, ...], what: str, known: AbstractSet[str] = defined
     ) -> None:
-        if extra_names is None:
-            return  # the user's registry could not be imported: its names are unknown
         for i, name in enumerate(_list(names)):
             if isinstance(name, str) and name not in known:
                 close = difflib.get_close_matches(name, sorted(known), n=1)
@@ -171,8 +197,8 @@ def _semantic_issues(
                 issues.append(
                     ScenarioIssue(
                         file,
-                        lines.line((*path, i)),
-                        _where((*path, i)),
+                        lines.line((*path, i)) if lines is not None else None,
+                        where_of((*path, i)),
                         f"{what} names tool {name!r}, which is not defined; {hint}",
                     )
                 )
@@ -188,15 +214,13 @@ def _semantic_issues(
         step_exec = _dict(_dict(step).get("exec")).get("tools")
         check_names(step_exec, ("conversation", k, "exec", "tools"), "exec.tools")
         expects.append((("conversation", k, "expect"), _dict(step).get("expect")))
+    if "call" in data:  # with `call:`, the user's function may exec with tools of its own
+        return issues
+    offered = defined | {SEARCH_TOOL_NAME}  # offered by the loop when a tool is deferred
     for base, raw in expects:
-        expect = _dict(raw)
-        if "call" not in data:  # with `call:`, the user's function may exec with tools of its own
-            offered = defined | {SEARCH_TOOL_NAME}  # offered by the loop when a tool is deferred
-            for i, request in enumerate(_list(expect.get("requests"))):
-                where = (*base, "requests", i, "tools")
-                check_names(_dict(request).get("tools"), where, _where(where), offered)
-        _check_expect(expect, base, lines, file, issues)
-    _check_abort_turn(data, lines, file, issues)
+        for i, request in enumerate(_list(_dict(raw).get("requests"))):
+            where = (*base, "requests", i, "tools")
+            check_names(_dict(request).get("tools"), where, where_of(where), offered)
     return issues
 
 
@@ -234,7 +258,7 @@ def _check_abort_turn(
         ScenarioIssue(
             file,
             lines.line(path),
-            _where(path),
+            where_of(path),
             f"model turn {n} streams nothing and does not wait, so no abort can land while it "
             "is in flight; give it latency: or fault: hang (a model that never answers), or "
             "abort after_round: instead",
@@ -258,20 +282,20 @@ def _check_value_matchers(
     for path, value in checks:
         problem = check_matcher(value)
         if problem:
-            issues.append(ScenarioIssue(file, lines.line(path), _where(path), problem))
+            issues.append(ScenarioIssue(file, lines.line(path), where_of(path), problem))
     for i, message in enumerate(_list(expect.get("history"))):
         for name, value in _dict(message).items():
             path = (*base, "history", i, name)
             problem = check_matcher(value) or check_field_value(name, value)
             if problem:
-                issues.append(ScenarioIssue(file, lines.line(path), _where(path), problem))
+                issues.append(ScenarioIssue(file, lines.line(path), where_of(path), problem))
 
 
 def _unknown_event(name: str, path: tuple[Any, ...], lines: LineMap, file: str) -> ScenarioIssue:
     close = difflib.get_close_matches(name, list(EVENT_FIELDS), n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"events are: {', '.join(EVENT_FIELDS)}"
     return ScenarioIssue(
-        file, lines.line(path, key=True), _where(path), f"unknown event {name!r}; {hint}"
+        file, lines.line(path, key=True), where_of(path), f"unknown event {name!r}; {hint}"
     )
 
 
@@ -291,7 +315,7 @@ def _check_events(
                 ScenarioIssue(
                     file,
                     lines.line(path),
-                    _where(path),
+                    where_of(path),
                     "an expected event is one key, the event type: {tool_execution_end: {...}}",
                 )
             )
@@ -312,13 +336,13 @@ def _check_events(
                     ScenarioIssue(
                         file,
                         lines.line(fpath, key=True),
-                        _where(fpath),
+                        where_of(fpath),
                         f"{event_type} has no field {name!r}; {hint}",
                     )
                 )
             problem = check_matcher(value) or check_field_value(name, value)
             if problem:
-                issues.append(ScenarioIssue(file, lines.line(fpath), _where(fpath), problem))
+                issues.append(ScenarioIssue(file, lines.line(fpath), where_of(fpath), problem))
 
 
 def parse_scenario(
@@ -345,7 +369,7 @@ def parse_scenario(
         ScenarioIssue(
             path,
             again,
-            _where(where),
+            where_of(where),
             f"key {where[-1]!r} is given twice (lines {first} and {again}); keep one",
         )
         for where, first, again in document.duplicates
@@ -358,10 +382,12 @@ def parse_scenario(
     extra_names: set[str] | None = set()
     if scenario is not None and (_names_python(scenario) or scenario.setup or scenario.teardown):
         place = str(origin) if origin is not None else path
-        roots = import_roots(place if Path(place).exists() else None, pythonpath)
-        scenario._roots = roots  # setup: and teardown: are imported when the run starts
-        if _names_python(scenario):
-            extra_names = _resolve_python(scenario, roots, lines, path, issues)
+        # nothing is imported here: the run imports and checks what the file names (a file
+        # that is only collected, filtered out or served runs none of its Python)
+        scenario._roots = import_roots(place if Path(place).exists() else None, pythonpath)
+        issues += _ref_issues(scenario, lines, path)
+        if scenario.registry:
+            extra_names = None  # its names are known once the run imports it
     issues += _semantic_issues(data, lines, path, extra_names)
     if issues or scenario is None:
         raise ScenarioError(sorted(issues, key=lambda i: i.line or 0)) from None
@@ -400,17 +426,9 @@ def _names_python(scenario: Scenario) -> bool:
     )
 
 
-def _resolve_python(
-    scenario: Scenario,
-    roots: list[Path],
-    lines: LineMap,
-    file: str,
-    issues: list[ScenarioIssue],
-) -> set[str] | None:
-    """Import the user's tools and registry the scenario names (kept on the scenario);
-    the names the registry adds, or None when it could not be imported."""
-    resolved: dict[str, Any] = {}
-    names: set[str] | None = set()
+def python_refs(scenario: Scenario) -> list[tuple[tuple[str, ...], str]]:
+    """Where each ``python:``, ``registry:`` and ``call:`` reference of the file is (its key
+    path), and the reference: what a run imports."""
     refs: list[tuple[tuple[str, ...], str]] = [
         (("tools", n, "python"), t.python) for n, t in scenario.tools.items() if t.python
     ]
@@ -418,45 +436,26 @@ def _resolve_python(
         refs.append((("registry",), scenario.registry))
     if scenario.call:
         refs.append((("call",), scenario.call))
-    for where, ref in refs:
-        try:
-            value = import_ref(ref, roots)
-            if where == ("registry",):
-                names = _registry_names(value, ref)
-            elif where == ("call",):
-                if not callable(value):
-                    raise TypeError(f"{ref!r} is a {type(value).__name__}, not a callable")
-            else:
-                _check_tool(value, ref, str(where[1]))
-            resolved[ref] = value
-        except (PythonRefError, TypeError, ValueError) as exc:
-            if where == ("registry",):
-                names = None
-            issues.append(ScenarioIssue(file, lines.line(where), _where(where), str(exc)))
-    scenario._python = resolved
-    return names
+    return refs
 
 
-def _registry_names(value: Any, ref: str) -> set[str]:
-    from openprogram import ToolRegistry
+def ref_problem(ref: str) -> str | None:
+    """What is wrong with how ``ref`` is written (not ``package.module:name``), or None."""
+    module, sep, attr = ref.partition(":")
+    if not sep or not module or not attr:
+        return f"{ref!r} is not a reference: write it as 'package.module:name'"
+    return None
 
-    if not isinstance(value, ToolRegistry):
-        raise TypeError(f"{ref!r} is a {type(value).__name__}, not a ToolRegistry")
-    return set(value.names())
 
-
-def _check_tool(value: Any, ref: str, key: str) -> None:
-    from openprogram import ToolRegistry
-    from openprogram.tools import as_tool
-
-    if isinstance(value, ToolRegistry):
-        raise TypeError(f"{ref!r} is a ToolRegistry, not a tool: name it with `registry:`")
-    tool = as_tool(value)  # a clear TypeError for anything that is not a tool
-    if tool.name != key:
-        raise ValueError(
-            f"{ref!r} is the tool {tool.name!r}; name it {tool.name!r} under `tools:` "
-            "(the model calls it by that name)"
-        )
+def _ref_issues(scenario: Scenario, lines: LineMap, file: str) -> list[ScenarioIssue]:
+    """The references that are not written as ``package.module:name`` (found without
+    importing anything)."""
+    issues = []
+    for where, ref in python_refs(scenario):
+        problem = ref_problem(ref)
+        if problem is not None:
+            issues.append(ScenarioIssue(file, lines.line(where), where_of(where), problem))
+    return issues
 
 
 def load_scenario(

@@ -12,6 +12,7 @@ import pytest
 from _support import run_cli
 
 from openprogram_sim.errors import ScenarioError
+from openprogram_sim.play import run_scenario
 from openprogram_sim.scenario import load_scenario, parse_scenario
 from openprogram_sim.scenario._loader import MINIMAL
 from openprogram_sim.scenario._yaml import MAX_BYTES
@@ -153,16 +154,25 @@ def test_request_tools_may_name_the_loops_own_tool_search_and_use_matchers() -> 
 
 def test_request_tools_are_not_checked_when_user_code_can_add_tools() -> None:
     # `call:` runs the user's function, which may exec with tools of its own; the registry
-    # that cannot be imported is reported once, not every name it would have defined
+    # that cannot be imported is reported once (when the run imports it), not every name it
+    # would have defined
     called = (
         'scenario: entry point\ncall: "no_such_module_xyz:answer"\nmodel: [{text: "hi"}]\n'
         "expect:\n  requests:\n    - {round: 1, tools: [whatever]}\n"
     )
-    found = issues(called, "call.yaml")
+    found = run_issues(called, "call.yaml")
     assert len(found) == 1 and "no_such_module_xyz" in found[0] and "whatever" not in found[0]
     registry = GOOD.replace("tools:\n", 'registry: "no_such_module_xyz:registry"\ntools:\n')
-    found = issues(registry + "  requests:\n    - {tools: [from_the_registry]}\n", "reg.yaml")
+    found = run_issues(registry + "  requests:\n    - {tools: [from_the_registry]}\n", "reg.yaml")
     assert len(found) == 1 and "from_the_registry" not in found[0]
+
+
+def run_issues(text: str, path: str) -> list[str]:
+    """The issues of a file that loads (it imports nothing) but whose run cannot start."""
+    scenario = parse_scenario(text, path)
+    with pytest.raises(ScenarioError) as info:
+        run_scenario(scenario)
+    return [str(i) for i in info.value.issues]
 
 
 def test_the_library_and_the_example_still_load() -> None:

@@ -1,5 +1,6 @@
-"""Scenario files that name the user's own Python: where it is imported from, what a bad
-reference says, and that a run neither leaks environment nor changes the user's registry."""
+"""Scenario files that name the user's own Python: where it is imported from (when the run
+starts: loading imports nothing), what a bad reference says, and that a run neither leaks
+environment nor changes the user's registry."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from openprogram_sim import ScenarioError, check_outcome, load_scenario, run_scenario
+from openprogram_sim.scenario import resolve_python
 
 PACKAGE = '''
 from openprogram import ToolRegistry, function
@@ -84,7 +86,7 @@ def test_real_tools_and_a_registry_copy_per_run(project: Path) -> None:
         """,
     )
     loaded = load_scenario(path)
-    user_registry = loaded._python[loaded.registry]
+    user_registry = resolve_python(loaded)[loaded.registry]
     before = user_registry.names()
     verdict = check_outcome(run_scenario(loaded))
     assert verdict.passed, verdict.report()
@@ -144,13 +146,14 @@ def test_a_bad_reference_names_the_file_line_and_cause(
         """,
     )
     with pytest.raises(ScenarioError) as info:
-        load_scenario(path, shown_as="case.yaml")
+        # how it is written is checked at load; what it names when the run imports it
+        run_scenario(load_scenario(path, shown_as="case.yaml"))
     (issue,) = info.value.issues
     assert str(issue).startswith("case.yaml:3: (tools.double.python) ")
     assert message.replace("PKG", name) in str(issue)
 
 
-def test_names_from_the_registry_are_known_to_the_loader(project: Path) -> None:
+def test_names_from_the_registry_are_checked_when_the_run_imports_it(project: Path) -> None:
     path = scenario(
         project,
         """\
@@ -160,8 +163,9 @@ def test_names_from_the_registry_are_known_to_the_loader(project: Path) -> None:
         model: [{text: "Done."}]
         """,
     )
+    loaded = load_scenario(path, shown_as="case.yaml")  # the registry is not imported yet
     with pytest.raises(ScenarioError) as info:
-        load_scenario(path, shown_as="case.yaml")
+        run_scenario(loaded)
     assert [str(i) for i in info.value.issues] == [
         "case.yaml:3: (exec.tools[1]) exec.tools names tool 'dubble', which is not defined; "
         "did you mean 'double'?"
@@ -181,8 +185,9 @@ def test_without_the_pythonpath_the_import_fails_and_with_it_works(project: Path
         """,
     )
     with pytest.raises(ScenarioError, match="No module named"):
-        load_scenario(path)
-    assert load_scenario(path, pythonpath=[project / "src"]).tools["double"].python
+        run_scenario(load_scenario(path))
+    verdict = check_outcome(run_scenario(load_scenario(path, pythonpath=[project / "src"])))
+    assert verdict.passed, verdict.report()
 
 
 def test_call_runs_the_users_entry_point(project: Path) -> None:
