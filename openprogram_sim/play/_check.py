@@ -19,11 +19,16 @@ from openprogram_sim.play._history import history_mismatch
 from openprogram_sim.play._runner import RunOutcome
 from openprogram_sim.trace import (
     Failure,
+    TrajectoryResult,
+    Violation,
+    check_properties,
     describe,
     describe_pair,
+    describe_rule,
     diff_lines,
     event_matches,
     match_events,
+    match_trajectory,
     matches,
     render_entry,
     render_mismatch,
@@ -45,6 +50,20 @@ class Verdict:
     def report(self) -> str:
         """Every failure, in check order."""
         return "\n\n".join(str(f) for f in self.failures)
+
+    @property
+    def trajectory(self) -> TrajectoryResult | None:
+        """The top-level ``expect.trajectory`` checked against the trace, passed or not
+        (its score and measures), or None when the scenario gives none."""
+        spec = self.outcome.scenario.expect.trajectory
+        return match_trajectory(self.outcome.trace, spec) if spec is not None else None
+
+    @property
+    def properties(self) -> list[tuple[dict[str, Any], list[Violation]]]:
+        """Each top-level ``expect.properties`` rule with its violations (none: it holds)."""
+        rules = self.outcome.scenario.expect.properties
+        found = check_properties(self.outcome.trace, rules) if rules else []
+        return [(rule, [v for v in found if v.rule == i]) for i, rule in enumerate(rules)]
 
 
 def _exhausted(error: BaseException | None) -> ScriptExhaustedError | None:
@@ -329,6 +348,42 @@ def _check_events(outcome: RunOutcome, out: list[Failure]) -> None:
             )
 
 
+def _check_trajectory(outcome: RunOutcome, out: list[Failure]) -> None:
+    scenario = outcome.scenario
+    spec = scenario.expect.trajectory
+    if spec is None:
+        return
+    result = match_trajectory(outcome.trace, spec)
+    if not result.passed:
+
+        def line(item: int, member: int | None) -> int | None:
+            path = ("expect", "trajectory", "calls", item)
+            return scenario.line(*path, member) if member is not None else scenario.line(*path)
+
+        out.append(
+            Failure(result.title(), result.explain(line), scenario.where("expect", "trajectory"))
+        )
+
+
+def _check_properties(outcome: RunOutcome, out: list[Failure]) -> None:
+    scenario = outcome.scenario
+    rules = scenario.expect.properties
+    if not rules:
+        return
+    found = check_properties(outcome.trace, rules)
+    for i, rule in enumerate(rules):
+        broken = [v for v in found if v.rule == i]
+        if broken:
+            ((name, _),) = rule.items()
+            out.append(
+                Failure(
+                    f"property {i + 1} ({name}) does not hold: {describe_rule(rule)}",
+                    "\n".join(str(v) for v in broken),
+                    scenario.where("expect", "properties", i),
+                )
+            )
+
+
 def _tool_schemas(outcome: RunOutcome) -> dict[str, Any]:
     """Each tool's argument schema as the model was sent it (for the hint that events carry
     the arguments the model sent, not the schema's defaults)."""
@@ -417,6 +472,8 @@ _ONE_EXEC: tuple[_Check, ...] = (
     _check_points,
     _check_requests,
     _check_events,
+    _check_trajectory,
+    _check_properties,
     _check_history,
 )
 """What each exec of a conversation is checked for (as a scenario of one exec)."""
@@ -448,7 +505,8 @@ def check_outcome(outcome: RunOutcome) -> Verdict:
     steps: tuple[_Check, ...] = (_check_hooks, _check_time, *_ONE_EXEC)
     if outcome.scenario.conversation is not None:  # result and raises are each exec's
         steps = (_check_hooks, _check_time, _check_conversation, _check_calls)
-        steps += (_check_requests, _check_events, _check_history)
+        steps += (_check_requests, _check_events, _check_trajectory, _check_properties)
+        steps += (_check_history,)
     if outcome.timed_out is not None:  # the rest would only restate the abort
         steps = (_check_hooks, _check_time)
     if not outcome.started:  # its setup failed: there is nothing else to check

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from openprogram_sim.scenario._schema import Scenario
-from openprogram_sim.trace import EVENT_FIELDS, field_schema
+from openprogram_sim.trace import EVENT_FIELDS, field_schema, rules_json_schema
 
 __all__ = ["json_schema"]
 
@@ -82,6 +82,7 @@ def json_schema() -> dict[str, Any]:
     schema["oneOf"] = [{"required": [k]} for k in ("exec", "call", "conversation")]
     defs["Matcher"] = _MATCHER
     defs["ExpectedEvent"] = _expected_event()
+    defs.update(rules_json_schema())  # PropertyRule: each rule, described with an example
     _fill_placeholders(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "openprogram scenario"

@@ -30,7 +30,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from openprogram.types import ErrorReason, Usage
 from openprogram_sim.models import ScriptStep, Turn, TurnToolCall, WireFault
-from openprogram_sim.trace import EVENT_FIELDS, parse_path
+from openprogram_sim.trace import EVENT_FIELDS, Trajectory, check_rule, parse_path
 
 __all__ = [
     "AbortPoint",
@@ -473,6 +473,17 @@ EventExpect = Annotated[
 """``{event_type: {field: matcher}}`` (the JSON Schema names every event and its fields)."""
 
 
+def _a_rule(value: Any) -> Any:
+    check_rule(value)  # a ValidationError locates the mistake within the rule
+    return value
+
+
+PropertyRule = Annotated[
+    dict[str, Any], BeforeValidator(_a_rule), WithJsonSchema({"x-placeholder": "PropertyRule"})
+]
+"""``{rule: parameters}``, one rule of :data:`openprogram_sim.trace.RULES`."""
+
+
 class RaisesSpec(_Model):
     """``raises: {type: ModelError, message: quota}``: both optional; ``type`` may list
     several accepted classes (``type: [ModelError, RunAbortedError]``)."""
@@ -511,6 +522,16 @@ class Expect(_Model):
             }
         ),
     ] = Field(default_factory=dict, description="Event type -> how many.")
+    trajectory: Trajectory | None = Field(
+        None,
+        description="The tool calls expected (mode, args, depth, calls, min_score), with a "
+        "graded score: for a real model, whose exact events vary.",
+    )
+    properties: list[PropertyRule] = Field(
+        default_factory=list,
+        description="Rules the trace must hold, that need no reference run: never, before, "
+        "at_most, at_least, same_round, no_repeat, ends_with.",
+    )
 
 
 class StepExecArgs(ExecArgs):
