@@ -11,7 +11,9 @@ their own loop with ``call_soon_threadsafe``.
 A run attaches its task to the signal (:meth:`AbortSignal.attach`): setting the signal then
 also cancels that task, so a tool or provider awaiting something that ignores the signal is
 interrupted. The task is cancelled only while the run is attached; an abort that lands after
-the run ended reaches nothing.
+the run ended reaches nothing. A tool may catch that ``CancelledError`` and go on awaiting:
+setting the signal again cancels the task again. When the run detaches, the cancellations the
+signal made are taken back (``Task.uncancel``), so the caller's task is left as it was found.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ class AbortSignal(asyncio.Event):
         self._home: asyncio.AbstractEventLoop | None = None
         """The loop its waiters wait on (and its attached task runs on), once known."""
         self._task: asyncio.Task[object] | None = None
+        self._baseline = 0
+        """The attached task's ``cancelling()`` when the run attached: cancellations made
+        before the run (its caller's) are not the run's."""
+        self._cancels = 0
+        """How many times the signal has cancelled the attached task."""
 
     def __repr__(self) -> str:
         return f"<AbortSignal [{'set' if self._requested else 'unset'}]>"
@@ -52,18 +59,21 @@ class AbortSignal(asyncio.Event):
         """Set the signal: at once for every thread; waiters (and the attached task) are
         woken on their loop."""
         with self._lock:
-            if self._requested:
-                return
+            again = self._requested
             self._requested = True
             home = self._home
+            if again and self._task is None:
+                return  # set already, and no run to interrupt again
         if home is None:
             return  # nobody waits yet: wait() and attach() see the flag
+        # Set again: the run's task is cancelled once more (a tool swallowed the first).
+        wake = self._cancel_again if again else self._wake
         if _running_loop() is home:
-            self._wake()
+            wake()
             return
         # A closed loop raises RuntimeError: its run is over, nobody is left to wake.
         with contextlib.suppress(RuntimeError):
-            home.call_soon_threadsafe(self._wake)
+            home.call_soon_threadsafe(wake)
 
     def clear(self) -> None:
         with self._lock:
@@ -85,11 +95,26 @@ class AbortSignal(asyncio.Event):
         with self._lock:
             self._home = asyncio.get_running_loop()
             self._task = task
+            self._baseline = task.cancelling() if task is not None else 0
+            self._cancels = 0
 
     def detach(self) -> None:
-        """The run is over: a later ``set()`` cancels nothing."""
+        """The run is over: a later ``set()`` cancels nothing, and the cancellations the
+        signal made of the run's task are taken back (the run handled them, or a tool
+        swallowed them), so none is counted against the caller's task."""
         with self._lock:
+            task, cancels = self._task, self._cancels
             self._task = None
+            self._cancels = 0
+        if task is not None:
+            for _ in range(min(cancels, task.cancelling() - self._baseline)):
+                task.uncancel()
+
+    @property
+    def cancelled_task(self) -> bool:
+        """Whether the signal has cancelled the attached task (taken back at
+        :meth:`detach`)."""
+        return self._cancels > 0
 
     def _wake(self) -> None:
         """On the home loop: wake the waiters, interrupt the attached task."""
@@ -98,10 +123,24 @@ class AbortSignal(asyncio.Event):
             task = self._task
         if task is None or task.done() or task is asyncio.current_task():
             return
-        # One cancellation is enough: the run ends on the first, and a second would be
-        # left pending on the task after the run has handled (uncancelled) the first.
-        if task.cancelling() == 0:
-            task.cancel()
+        # One cancellation is enough: the run ends on it. A task being cancelled already (by
+        # the run it is nested in, which shares it) is not cancelled twice.
+        if task.cancelling() <= self._baseline:
+            self._cancel(task)
+
+    def _cancel_again(self) -> None:
+        """On the home loop, for a second ``set()``: cancel the attached task again, if the
+        run still runs (a tool caught the first ``CancelledError`` and awaits more)."""
+        with self._lock:
+            task = self._task
+        if task is None or task.done() or task is asyncio.current_task():
+            return
+        self._cancel(task)
+
+    def _cancel(self, task: asyncio.Task[object]) -> None:
+        with self._lock:
+            self._cancels += 1
+        task.cancel()
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -190,6 +190,7 @@ class _Run:
     """The mutable state of one run (kept on one object so the steps stay short)."""
 
     __slots__ = (
+        "baseline",
         "batch",
         "call_ids",
         "cancel",
@@ -241,6 +242,10 @@ class _Run:
         self.claimed: list[ToolCall] = []
         """Calls of the streaming reply whose ids were made unique as they started."""
         self.error: BaseException | None = None
+        task = asyncio.current_task()
+        self.baseline = task.cancelling() if task is not None else 0
+        """The task's ``cancelling()`` when the run started: a cancellation counted before
+        (the run is part of its caller's cleanup after one) is not the run's."""
 
     def emit(self, event: AgentEvent, listeners: list[Listener] | None = None) -> None:
         for listener in self.listeners if listeners is None else listeners:
@@ -365,7 +370,21 @@ def _cancelled(run: _Run) -> bool:
     if run.cancel.is_set():
         return True
     task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
+    return task is not None and task.cancelling() > run.baseline
+
+
+def _stop_requested(run: _Run) -> bool:
+    """Whether the run must end now, checked after each step whose code may have caught
+    the run's cancellation and carried on (a tool that swallows ``CancelledError``). Its
+    abort signal set: true (the run ends ``aborted``). Its task cancelled from outside (a
+    timeout, ``Task.cancel()``): the cancellation is raised again, so the run ends
+    ``aborted`` and it goes on to the caller (see :func:`_guarded_run`)."""
+    if run.cancel.is_set():
+        return True
+    task = asyncio.current_task()
+    if task is not None and task.cancelling() > run.baseline:
+        raise asyncio.CancelledError("the run was cancelled while a tool ran")
+    return False
 
 
 def stream_agent_loop(
@@ -481,7 +500,7 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             if tool_calls:
                 steering = await _execute_tool_calls(run, message, tool_calls)
             run.end_turn(message, run.turn_results)
-            if run.cancel.is_set():
+            if _stop_requested(run):
                 # steering taken from the queue and not delivered goes back, as at the cap
                 return _end(run, "aborted", steering=steering)
             # Steering queued while the turn closed (e.g. by a turn_end listener) joins what
@@ -641,11 +660,12 @@ async def _execute_tool_calls(
     run.batch = tool_calls
     steering_source = run.config.get_steering_messages
     for call in tool_calls:
-        if run.cancel.is_set():
+        if _stop_requested(run):
             _answer_unrun_calls(run, ABORTED_TEXT)
             return []
         _record_result(run, await _execute_one(run, call))
-        if run.cancel.is_set():
+        # A tool may have caught the run's CancelledError and returned: the abort stands.
+        if _stop_requested(run):
             continue  # the next call is answered as aborted; leave steering queued
         steering = await _poll(steering_source)
         if steering:
