@@ -20,6 +20,7 @@ from vcr.cassette import Cassette as VcrCassette
 from vcr.record_mode import RecordMode
 from vcr.request import Request as VcrRequest
 
+from openprogram_sim.cassettes._codec import max_body as limit_of
 from openprogram_sim.cassettes._format import EXTRA, SERIALIZER, body_kind, split_events
 from openprogram_sim.cassettes._match import DEFAULT_IGNORE, body_of
 from openprogram_sim.cassettes._persist import Persister
@@ -146,6 +147,9 @@ class Cassette:
         record_with: how the user records this cassette again, as a replay that does not
             match advises it (e.g. ``openprogram-sim record weather.yaml --record-mode
             all``); default: the ``record_mode`` to pass.
+        max_body: the most bytes a compressed body may inflate to, when it is recorded or
+            loaded; default: the ``OPENPROGRAM_SIM_CASSETTE_MAX_BODY`` environment
+            variable, else 64 MiB.
 
     Use it as a context manager: it loads on entry and saves what was recorded on exit.
     :meth:`provider` gives openprogram's adapter bound to it; :meth:`client` an
@@ -164,6 +168,7 @@ class Cassette:
         secrets: Iterable[str] = (),
         allow_unplayed: bool | None = None,
         record_with: str | None = None,
+        max_body: int | None = None,
     ) -> None:
         if timing not in ("instant", "recorded"):
             raise ValueError(f"timing {timing!r} is not one of: instant, recorded")
@@ -174,6 +179,7 @@ class Cassette:
         self.timing = timing
         self.allow_unplayed = bool(self.faults) if allow_unplayed is None else allow_unplayed
         self.record_with = record_with or 'record_mode="all"'
+        self.max_body = limit_of(max_body)
         self.scrubber = Scrubber(known_secrets(secrets))
         self.mismatches: list[str] = []
         """The message of every request the cassette could not answer."""
@@ -190,7 +196,7 @@ class Cassette:
         return {
             "path": str(self.path),
             "serializer": SERIALIZER,
-            "persister": Persister(lambda: self.scrubber.secrets),
+            "persister": Persister(lambda: self.scrubber.secrets, max_body=self.max_body),
             "record_mode": RecordMode(self.record_mode),
             # all: the session recorded again is the whole cassette (vcrpy would keep the
             # loaded interactions nothing re-recorded, which then fail as never requested)
@@ -379,7 +385,7 @@ class Cassette:
             return response  # scrubbed when it was recorded
         from openprogram_sim.cassettes._scrub import scrub_response
 
-        return scrub_response(response, self.scrubber)
+        return scrub_response(response, self.scrubber, max_body=self.max_body)
 
     def _match(self, r1: VcrRequest, r2: VcrRequest) -> bool:
         """vcrpy's matcher: method, path and body (as compared) are equal. One matcher,

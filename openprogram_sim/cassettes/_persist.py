@@ -16,7 +16,17 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.serialize import deserialize, serialize
 
 from openprogram_sim.cassettes._atomic import atomic_write
-from openprogram_sim.cassettes._format import EXTRA, dump_yaml, iter_bodies, to_readable
+from openprogram_sim.cassettes._codec import (
+    MAX_BODY_ENV,
+    MAX_SSE_LINE,
+    BodyTooLarge,
+    codings,
+    inflate,
+    longest_line,
+    max_body,
+    without_encoding,
+)
+from openprogram_sim.cassettes._format import EXTRA, body_kind, dump_yaml, iter_bodies, to_readable
 from openprogram_sim.cassettes._scrub import streamed_secrets
 from openprogram_sim.cassettes._secrets import Scrubber, find_secrets
 from openprogram_sim.errors import CassetteFormatError, SecretLeakError
@@ -49,10 +59,14 @@ class _Grab:
 class Persister:
     """vcrpy's persister interface (``load_cassette``/``save_cassette``) for one cassette
     session: ``secrets`` gives the exact values the final scan looks for besides the key
-    shapes (the environment's keys and the credentials requests carried)."""
+    shapes (the environment's keys and the credentials requests carried); ``max_body``
+    bounds what a compressed body inflates to when it is loaded (see :mod:`._codec`)."""
 
-    def __init__(self, secrets: Callable[[], Iterable[str]] = tuple) -> None:
+    def __init__(
+        self, secrets: Callable[[], Iterable[str]] = tuple, *, max_body: int | None = None
+    ) -> None:
         self._secrets = secrets
+        self._max_body = max_body
 
     def load_cassette(self, cassette_path: Any, serializer: Any) -> Any:
         path = Path(cassette_path)
@@ -76,7 +90,10 @@ class Persister:
             raise CassetteFormatError(f"{path}: not a cassette: {exc}") from None
         for request in loaded[0]:
             request._op_from_file = True  # scrubbed when it was recorded: not again
-        responses = [_Stored(response) for response in loaded[1]]
+        limit = max_body(self._max_body)
+        responses = [
+            _Stored(_replayable(response, path, i, limit)) for i, response in enumerate(loaded[1])
+        ]
         for response in responses:
             response.setdefault(EXTRA, {})["from_file"] = True
         return (loaded[0], responses, *loaded[2:])
@@ -96,10 +113,59 @@ class Persister:
         for i, interaction in enumerate(grab.data.get("interactions", [])):
             if streamed_secrets(interaction["response"], scrubber):
                 place = f"interactions[{i}].response.body"
-                findings.append((place, "a secret streamed in pieces across its events"))
+                findings.append(
+                    (
+                        place,
+                        "a secret in the stream's text as the client reads it (its events "
+                        "decoded and joined)",
+                    )
+                )
         text = dump_yaml(readable)
         if not findings and scrubber.text(text) != text:
             findings.append(("the written text", "a key shape"))
         if findings:
             raise SecretLeakError(str(path), findings)
         atomic_write(path, text)
+
+
+def _replayable(response: dict[str, Any], path: Path, index: int, limit: int) -> dict[str, Any]:
+    """``response`` as the replay serves it: a compressed body decoded (never past
+    ``limit`` bytes) and its ``content-encoding`` dropped; a streamed body whose SSE lines
+    the adapters would refuse is refused here, naming the cassette and the interaction."""
+    where = f"{path}: interaction {index + 1} (interactions[{index}].response.body)"
+    headers = response.get("headers") or {}
+    body = (response.get("body") or {}).get("string") or b""
+    applied = codings(headers)
+    if applied:
+        shown = ", ".join(applied)
+        try:
+            body = inflate(body, applied, limit)
+        except BodyTooLarge as exc:
+            raise CassetteFormatError(
+                f"{where}: the body is stored compressed (content-encoding: {shown}) and {exc}, "
+                f"the limit on a replayed body; record the cassette again (the recorder stores "
+                f"bodies decoded), or raise the limit: {MAX_BODY_ENV}=BYTES in the environment "
+                "(Cassette(max_body=BYTES) in Python)"
+            ) from None
+        except ValueError as exc:
+            raise CassetteFormatError(
+                f"{where}: the body is stored compressed (content-encoding: {shown}) and {exc}; "
+                "record the cassette again (the recorder stores bodies decoded)"
+            ) from None
+        extra = dict(response.get(EXTRA) or {})
+        extra["chunks"] = [[0, float((extra.get("chunks") or [[0, 0.0]])[0][1])]]
+        response = {
+            **response,
+            "headers": without_encoding(headers, len(body)),
+            "body": {"string": body},
+            EXTRA: extra,
+        }
+    if body_kind(headers) == "sse":
+        longest = longest_line(body, MAX_SSE_LINE)
+        if longest:
+            raise CassetteFormatError(
+                f"{where}: an SSE line of {longest:,} bytes; the adapters read lines of up to "
+                f"{MAX_SSE_LINE:,} bytes (16 MiB, fixed: no API sends a longer one), so this "
+                "reply cannot be replayed; record the cassette again, or cut the line"
+            )
+    return response

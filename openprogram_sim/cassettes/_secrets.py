@@ -7,12 +7,14 @@ stored form and the live form compare alike:
 * credential headers (:data:`~openprogram_sim.wire.CREDENTIAL_HEADERS`, plus
   ``set-cookie`` and the SigV4 headers) keep their name, and an auth scheme such as
   ``Bearer``, with the value ``<redacted>``;
-* key query parameters (Gemini's ``key=``, ``api_key=``, ``access_token=``, presigned
-  ``X-Amz-*``) are masked the same way;
+* key query parameters (:data:`SECRET_QUERY_PARAMS`: Gemini's ``key=``, Azure's
+  ``subscription-key=`` and SAS ``sig=``, presigned ``X-Amz-*`` and ``X-Goog-*``...) are
+  masked the same way, in the URL and in any URL a header or a body holds;
 * bodies lose every key shape (:data:`KEY_SHAPES`) and every known secret value: the
   provider keys and AWS credentials in the environment, and the credentials the request
-  itself carried in its headers, in each form they take in text (raw, JSON-escaped,
-  URL-encoded).
+  itself carried in its headers, in each form they take in text (raw, JSON-escaped with
+  and without ``\\/``, URL-encoded, base64 standard and URL-safe, padded or not, alone
+  or inside a longer base64 text such as ``user:KEY``).
 
 :func:`find_secrets` is the last look before a save: any key shape or known value left in
 any string of the cassette, or a credential header that is not masked, is a finding named
@@ -22,6 +24,7 @@ to write (:class:`~openprogram_sim.errors.SecretLeakError`).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -38,6 +41,7 @@ __all__ = [
     "REDACTED",
     "SCRUBBED_HEADERS",
     "SECRET_ENV_VARS",
+    "SECRET_QUERY_PARAMS",
     "Scrubber",
     "find_secrets",
     "known_secrets",
@@ -158,9 +162,48 @@ def _may_hold_key(text: str) -> bool:
 
 
 _MIN_SECRET = 8  # shorter values would mask ordinary words
-_AWS_QUERY = re.compile(
-    r"([?&]X-Amz-(?:Signature|Credential|Security-Token)=)[^&#]*", re.IGNORECASE
+
+SECRET_QUERY_PARAMS = (
+    "key",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_token",
+    "token",
+    "subscription-key",
+    "sig",
+    "code",
+    "client_secret",
+    "password",
+    "X-Amz-Signature",
+    "X-Amz-Credential",
+    "X-Amz-Security-Token",
+    "X-Goog-Signature",
+    "X-Goog-Credential",
+    "Signature",
+    "AWSAccessKeyId",
 )
+"""Query parameters whose values never reach a cassette (compared case-insensitively):
+API keys (Gemini's ``key=``, Azure API Management's ``subscription-key=``), tokens, Azure
+SAS signatures (``sig=``), Azure Functions keys (``code=``) and presigned S3 and Cloud
+Storage URLs."""
+
+_QUERY = re.compile(
+    r"([?&](?:" + "|".join(re.escape(p) for p in SECRET_QUERY_PARAMS) + r")=)([^&#\s\"'<>]*)",
+    re.IGNORECASE,
+)
+_URL_START = ("://", "%3A%2F%2F", "%3a%2f%2f")
+
+
+def _mask_query(text: str) -> str:
+    return _QUERY.sub(lambda m: m.group(1) + (m.group(2) and REDACTED), text)
+
+
+def _open_query(text: str) -> bool:
+    """Whether a URL in ``text`` has a credential query parameter not yet masked."""
+    if not any(start in text for start in _URL_START) and not text.startswith(("?", "/")):
+        return False
+    return any(m.group(2) not in ("", REDACTED) for m in _QUERY.finditer(text))
 
 
 def known_secrets(extra: Iterable[str] = ()) -> set[str]:
@@ -172,8 +215,35 @@ def known_secrets(extra: Iterable[str] = ()) -> set[str]:
 
 
 def _forms(secret: str) -> set[str]:
-    """Every form ``secret`` takes in text: raw, JSON-escaped, URL-encoded."""
-    return {secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote(secret)}
+    """Every form ``secret`` takes in text: raw, JSON-escaped (with ``/`` as ``\\/`` too,
+    as some encoders write it), URL-encoded and base64 (:func:`_base64_forms`)."""
+    escaped = json.dumps(secret)[1:-1]
+    return {
+        secret,
+        escaped,
+        escaped.replace("/", "\\/"),
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote(secret),
+        *_base64_forms(secret),
+    }
+
+
+def _base64_forms(secret: str) -> set[str]:
+    """``secret`` in base64, standard and URL-safe, with and without padding; and the part
+    of its encoding that does not depend on what surrounds it when it is encoded inside a
+    longer text (``user:KEY`` in a Basic credential), at each of the three alignments."""
+    raw = secret.encode("utf-8")
+    out: set[str] = set()
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode("ascii")
+        out |= {whole, whole.rstrip("=")}
+        for shift in (0, 1, 2):
+            text = encode(b"\0" * shift + raw).decode("ascii")
+            # characters whose 6 bits all come from the secret's bytes
+            first, end = -(-8 * shift // 6), (8 * shift + 8 * len(raw)) // 6
+            out.add(text[first:end])
+    return out
 
 
 def _credential(name: str, value: str) -> str:
@@ -222,7 +292,10 @@ class Scrubber:
             self.add(found)
 
     def text(self, text: str) -> str:
-        """``text`` with every known secret and key shape masked."""
+        """``text`` with every known secret and key shape masked, and the credential query
+        parameters of any URL in it."""
+        if any(start in text for start in _URL_START):
+            text = _mask_query(text)
         for start, end, kind in reversed(self.spans(text)):
             mask = REDACTED if kind == "secret" else f"<redacted:{kind}>"
             text = text[:start] + mask + text[end:]
@@ -231,6 +304,8 @@ class Scrubber:
     def holds_secret(self, text: str) -> bool:
         """Whether ``text`` holds a known value or a key shape."""
         if any(value in text for value in self._values):
+            return True
+        if _open_query(text):
             return True
         if not _may_hold_key(text):
             return False
@@ -281,7 +356,8 @@ class Scrubber:
         return self.text(value)
 
     def url(self, url: str) -> str:
-        return self.text(_AWS_QUERY.sub(lambda m: m.group(1) + REDACTED, mask_url(url)))
+        """``url`` with its credential query parameters masked, then scrubbed as text."""
+        return self.text(_mask_query(mask_url(url)))
 
 
 def _is_masked(value: str) -> bool:
@@ -309,6 +385,8 @@ def find_secrets(data: Any, secrets: Iterable[str] = ()) -> list[tuple[str, str]
 def _kind_of(text: str, scrubber: Scrubber) -> str | None:
     if scrubber._pattern is not None and scrubber._pattern.search(text):
         return "a known secret value (from the environment or the request's credentials)"
+    if _open_query(text):
+        return "a credential query parameter"
     for shape in KEY_SHAPES:
         if next(shape.spans(text), None) is not None:
             return shape.kind

@@ -1,10 +1,17 @@
-"""Keys streamed in pieces: a model that repeats a key streams it in deltas, one piece per
-event, so no single event holds the whole key, yet the client joins them back.
+"""Secrets in a stream, found on the text a client reads: each event's data decoded (its
+JSON parsed, so ``\\u0073k-`` and ``\\/`` escapes read as the characters they stand for),
+and the pieces a client joins stitched back together.
 
-The strings at one JSON path (``choices[0].delta.content``, ``delta.text``,
-``candidates[0].content.parts[0].text``...) are joined across the events of a stream, the
-join is searched for secrets, and each piece of one is cut out of its event (the first
-piece says ``<redacted:KIND>``). Only events that held a piece are written again.
+A model that repeats a key streams it in deltas, one piece per event, so no single event
+holds the whole key, yet the client joins them back. The strings at one JSON path
+(``choices[0].delta.content``, ``delta.text``, ``candidates[0].content.parts[0].text``...)
+are joined across the events of a stream twice: once by path alone, and once also by the
+fields that say which block or call a delta belongs to (``index``, ``output_index``,
+``content_index``, ``item_id``, ``contentBlockIndex``, ``type``), so the argument deltas of
+two tool calls streamed interleaved are joined call by call. Each join is searched for
+secrets, and each piece of one is cut out of its event (the first piece says
+``<redacted:KIND>``). A path that occurs once is searched on its own. Only events that held
+a piece are written again.
 """
 
 from __future__ import annotations
@@ -14,42 +21,42 @@ from collections.abc import Iterator
 from typing import Any
 
 from openprogram.providers.eventstream import EventStreamDecoder, EventStreamError, encode_message
-from openprogram_sim.cassettes._secrets import Scrubber
+from openprogram_sim.cassettes._secrets import REDACTED, Scrubber
 
 __all__ = ["stitched"]
 
 Path = tuple[Any, ...]
 
+_IDENTITY = ("index", "output_index", "content_index", "item_id", "contentBlockIndex", "type")
+"""Fields of a streamed delta that say which block, item or call it belongs to."""
+_DATA = "<data>"
+"""The path of an event whose data is not JSON (the data itself is the string)."""
 
-def _leaves(node: Any, path: Path = ()) -> Iterator[tuple[Path, str]]:
+
+def _leaves(node: Any, path: Path = (), ident: Path = ()) -> Iterator[tuple[Path, Path, str]]:
+    """``(path, identity, string)`` of every string in ``node``."""
     if isinstance(node, str):
-        yield path, node
+        yield path, ident, node
     elif isinstance(node, dict):
+        own = tuple(
+            (k, node[k]) for k in _IDENTITY if isinstance(node.get(k), (str, int, float, bool))
+        )
         for key, value in node.items():
-            yield from _leaves(value, (*path, key))
+            yield from _leaves(value, (*path, key), (*ident, *own))
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            yield from _leaves(value, (*path, i))
-
-
-def _set(event: _Event, path: Path, value: str) -> None:
-    if not path:
-        event.data = value
-        return
-    node = event.data
-    for part in path[:-1]:
-        node = node[part]
-    node[path[-1]] = value
+            yield from _leaves(value, (*path, i), ident)
 
 
 class _Event:
-    """One SSE event or event-stream frame whose data is JSON."""
+    """One SSE event or event-stream frame, its data decoded (JSON when it parses)."""
 
     def __init__(self, kind: str, raw: bytes) -> None:
         self.kind = kind
         self.raw = raw
         self.data: Any = None
-        self._line = -1
+        self.is_json = False
+        self._lines: list[int] = []
         self._headers: dict[str, Any] = {}
         self._read()
 
@@ -58,46 +65,86 @@ class _Event:
             try:
                 (message,) = EventStreamDecoder().feed(self.raw)
                 self.data = json.loads(message.payload)
-            except (EventStreamError, ValueError):
+            except (EventStreamError, ValueError, RecursionError):
                 return
+            self.is_json = True
             self._headers = message.headers
             return
         lines = self.raw.decode("utf-8", "surrogateescape").split("\n")
-        data_lines = [i for i, line in enumerate(lines) if line.startswith("data:")]
-        if len(data_lines) == 1:
-            payload = lines[data_lines[0]][5:].strip()
-            try:
-                self.data = json.loads(payload)
-                self._line = data_lines[0]
-            except ValueError:
-                self.data = None
+        self._lines = [i for i, line in enumerate(lines) if line.startswith("data:")]
+        if not self._lines:
+            return
+        values = [_value(lines[i]) for i in self._lines]
+        payload = "\n".join(values)
+        try:
+            self.data = json.loads(payload)
+            self.is_json = True
+        except (ValueError, RecursionError):
+            self.data = payload  # what the client reads, as text
+
+    def leaves(self) -> Iterator[tuple[Path, Path, str]]:
+        if self.data is None:
+            return iter(())
+        if not self.is_json:
+            return iter([((_DATA,), (), self.data)]) if isinstance(self.data, str) else iter(())
+        return _leaves(self.data)
+
+    def set(self, path: Path, value: str) -> None:
+        if not path or path == (_DATA,):
+            self.data = value
+            return
+        node = self.data
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
 
     def encode(self) -> bytes:
         if self.kind == "eventstream":
             payload = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
             return encode_message(self._headers, payload.encode("utf-8"))
         lines = self.raw.decode("utf-8", "surrogateescape").split("\n")
-        original = lines[self._line]
-        compact = '": ' not in original and '", ' not in original
-        separators = (",", ":") if compact else (", ", ": ")
-        text = json.dumps(self.data, ensure_ascii="\\u" in original, separators=separators)
-        ending = "\r" if original.endswith("\r") else ""
-        space = " " if original.startswith("data: ") else ""
-        lines[self._line] = f"data:{space}{text}{ending}"
-        return "\n".join(lines).encode("utf-8", "surrogateescape")
+        first = lines[self._lines[0]]
+        ending = "\r" if first.endswith("\r") else ""
+        space = " " if first.startswith("data: ") else ""
+        if self.is_json:
+            compact = '": ' not in first and '", ' not in first
+            separators = (",", ":") if compact else (", ", ": ")
+            ascii_only = any("\\u" in lines[i] for i in self._lines)
+            texts = [json.dumps(self.data, ensure_ascii=ascii_only, separators=separators)]
+        else:
+            texts = str(self.data).split("\n")
+        # the data lines become the new ones (one line for JSON), where the first one was
+        new = [f"data:{space}{text}{ending}" for text in texts]
+        kept = [line for i, line in enumerate(lines) if i not in self._lines[1:]]
+        at = self._lines[0]
+        kept[at : at + 1] = new
+        return "\n".join(kept).encode("utf-8", "surrogateescape")
+
+
+def _value(line: str) -> str:
+    value = line[5:].removesuffix("\r")
+    return value[1:] if value.startswith(" ") else value
 
 
 def stitched(kind: str, events: list[bytes], scrubber: Scrubber) -> list[bytes]:
-    """``events`` with every secret that only exists across events cut out."""
+    """``events`` with every secret in their decoded data cut out, whole or in pieces
+    across events."""
     parsed = [_Event(kind, raw) for raw in events]
-    runs: dict[Path, list[tuple[int, Path, str]]] = {}
-    for index, event in enumerate(parsed):
-        if event.data is not None:
-            for path, value in _leaves(event.data):
-                runs.setdefault(path, []).append((index, path, value))
     touched: set[int] = set()
-    for pieces in runs.values():
-        if len(pieces) > 1:
+    for by_identity in (False, True):
+        runs: dict[Path, list[tuple[int, Path, str]]] = {}
+        for index, event in enumerate(parsed):
+            for path, ident, value in event.leaves():
+                key = (path, ident) if by_identity else path
+                runs.setdefault(key, []).append((index, path, value))
+        for pieces in runs.values():
+            if len(pieces) > 1 and len({value for _, _, value in pieces}) == 1:
+                # the same value in every event (an id, the model name): not a delta a
+                # client joins; a secret in it is cut from each event
+                if scrubber.spans(pieces[0][2]):
+                    for piece in pieces:
+                        touched |= _cut([piece], parsed, scrubber)
+                continue
             touched |= _cut(pieces, parsed, scrubber)
     return [parsed[i].encode() if i in touched else raw for i, raw in enumerate(events)]
 
@@ -113,7 +160,7 @@ def _cut(pieces: list[tuple[int, Path, str]], parsed: list[_Event], scrubber: Sc
         for k, (_, _, value) in enumerate(pieces):
             lo, hi = max(start, offset), min(end, offset + len(value))
             if lo < hi:
-                mask = f"<redacted:{kind}>" if first else ""
+                mask = (REDACTED if kind == "secret" else f"<redacted:{kind}>") if first else ""
                 edits.setdefault(k, []).append((lo - offset, hi - offset, mask))
                 first = False
             offset += len(value)
@@ -122,6 +169,6 @@ def _cut(pieces: list[tuple[int, Path, str]], parsed: list[_Event], scrubber: Sc
         index, path, value = pieces[k]
         for lo, hi, mask in sorted(changes, reverse=True):
             value = value[:lo] + mask + value[hi:]
-        _set(parsed[index], path, value)
+        parsed[index].set(path, value)
         touched.add(index)
     return touched
