@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import stat
 import sys
 import sysconfig
 import tomllib
@@ -63,22 +64,34 @@ class Settings:
     """What is wrong with :data:`STDLIB_SETTING`, when it is not a list of references."""
 
 
-@lru_cache(maxsize=256)
 def settings(start: Path) -> Settings:
     """The settings that apply to scenario files in folder ``start``: the
-    ``[tool.openprogram]`` table of the nearest ``pyproject.toml`` above it that has one."""
+    ``[tool.openprogram]`` table of the nearest ``pyproject.toml`` above it that has one
+    (read again when the file changes)."""
     for folder in (start, *start.parents):
         config = folder / "pyproject.toml"
-        if not config.is_file():
-            continue
         try:
-            table = tomllib.loads(config.read_text(encoding="utf-8")).get("tool", {})
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-            return Settings(None)
-        found = table.get("openprogram")
-        if isinstance(found, Mapping):
-            return _settings_of(config, found)
+            info = config.stat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        found = _read_settings(config, info.st_mtime_ns, info.st_size)
+        if found is not None:
+            return found
     return Settings(None)
+
+
+@lru_cache(maxsize=256)
+def _read_settings(config: Path, mtime_ns: int, size: int) -> Settings | None:
+    """``config``'s settings (None: it has no ``[tool.openprogram]`` table); by its time and
+    size, so an edited file is read again."""
+    try:
+        table = tomllib.loads(config.read_text(encoding="utf-8")).get("tool", {})
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return Settings(None)  # unreadable: no settings, as before it had any
+    found = table.get("openprogram") if isinstance(table, Mapping) else None
+    return _settings_of(config, found) if isinstance(found, Mapping) else None
 
 
 def _settings_of(config: Path, table: Mapping[str, Any]) -> Settings:
