@@ -52,7 +52,13 @@ __all__ = [
 def _problem(loc: tuple[Any, ...], message: str, value: Any) -> ValidationError:
     return ValidationError.from_exception_data(
         "rule",
-        [InitErrorDetails(type=PydanticCustomError("value_error", message), loc=loc, input=value)],
+        [
+            InitErrorDetails(
+                type=PydanticCustomError("value_error", "{message}", {"message": message}),
+                loc=loc,
+                input=value,
+            )
+        ],
     )
 
 
@@ -405,7 +411,7 @@ def check_rule(rule: Any) -> tuple[str, BaseModel]:
         raise _problem(
             (),
             "a property is one rule: {name: parameters}, e.g. {at_most: {tool: search, "
-            f"times: 3}}; rules: {', '.join(RULES)}",
+            "times: 3}}; rules: " + ", ".join(RULES),
             rule,
         )
     ((name, params),) = rule.items()
@@ -420,7 +426,7 @@ def check_rule(rule: Any) -> tuple[str, BaseModel]:
             "rule",
             [
                 InitErrorDetails(
-                    type=PydanticCustomError("value_error", _message(e)),
+                    type=PydanticCustomError("value_error", "{message}", {"message": _message(e)}),
                     loc=(name, *e["loc"]),
                     input=e.get("input"),
                 )

@@ -150,7 +150,7 @@ def _problem(loc: tuple[Any, ...], message: str, value: Any) -> ValidationError:
         "trajectory",
         [
             InitErrorDetails(
-                type=PydanticCustomError("value_error", message),
+                type=PydanticCustomError("value_error", "{message}", {"message": message}),
                 loc=loc,
                 input=value,
             )
