@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from openprogram.events import ProviderEvent
 from openprogram.providers._errors import carried_error, clip, details_for_codes, http_error
-from openprogram.providers._sse import SSEDecoder, SSEEvent
+from openprogram.providers._sse import SSEDecoder, SSEEvent, SSELimitError
 from openprogram.providers.builder import MessageBuilder
 from openprogram.types import AssistantMessage, ErrorDetails, Usage
 
@@ -104,13 +104,21 @@ class WireParser:
         if self._sse is None:
             self._json.append(chunk)
             return []
-        self._handle(self._sse.feed(chunk))
+        try:
+            events = self._sse.feed(chunk)
+        except SSELimitError as exc:  # a line with no end: stop reading, do not buffer it
+            self.fail(f"{self.label} {exc}")
+            return self._take()
+        self._handle(events)
         return self._take()
 
     def finish(self) -> list[ProviderEvent]:
         """End of body: the remaining events, always ending in ``done`` or ``error``."""
         if self._sse is not None:
-            self._handle(self._sse.flush())
+            try:
+                self._handle(self._sse.flush())
+            except SSELimitError as exc:
+                self.fail(f"{self.label} {exc}")
             if not self.finished:
                 self._guarded(self.on_end)
             if not self.finished:

@@ -6,6 +6,10 @@ chunk and an LF at the start of the next are one line ending), a multi-byte UTF-
 may be split across chunks, lines starting with ``:`` are comments, several ``data:`` lines
 join with ``\\n``, and a blank line dispatches the event.
 
+What it holds is bounded: a line still open, and an event's ``data:`` lines not yet
+dispatched, are each at most :data:`MAX_LINE` characters; past that, :meth:`SSEDecoder.feed`
+raises :class:`SSELimitError` (a stream with no line end would otherwise grow without end).
+
 Example::
 
     >>> decoder = SSEDecoder()
@@ -21,9 +25,17 @@ import codecs
 import re
 from dataclasses import dataclass
 
-__all__ = ["SSEDecoder", "SSEEvent"]
+__all__ = ["MAX_LINE", "SSEDecoder", "SSEEvent", "SSELimitError"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+
+MAX_LINE = 16 * 1024 * 1024
+"""The most characters a line, or one event's data, may hold (16 Mi; fixed: no API sends
+a line this long; a base64 image in one line is a few MiB)."""
+
+
+class SSELimitError(ValueError):
+    """The stream holds a line or an event longer than :data:`MAX_LINE` characters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +55,25 @@ class SSEEvent:
 class SSEDecoder:
     """Feed bytes with :meth:`feed`, then call :meth:`flush` once at end of stream."""
 
-    __slots__ = ("_data", "_event", "_id", "_pending", "_retry", "_skip_lf", "_started", "_utf8")
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_event",
+        "_held",
+        "_id",
+        "_pending",
+        "_retry",
+        "_skip_lf",
+        "_started",
+        "_utf8",
+    )
 
     def __init__(self) -> None:
         # "replace" rather than "strict": one bad byte must not lose the whole stream.
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending: list[str] = []
+        self._held = 0  # characters in _pending
+        self._data_size = 0  # characters in _data
         self._skip_lf = False
         self._started = False
         self._event = ""
@@ -90,6 +115,9 @@ class SSEDecoder:
             if self._pending:
                 line = "".join(self._pending) + line
                 self._pending.clear()
+                self._held = 0
+            if len(line) > MAX_LINE:
+                raise _too_long("line", len(line))
             start = match.end()
             if match.group() == "\r" and start == len(text):
                 self._skip_lf = True
@@ -97,8 +125,15 @@ class SSEDecoder:
             if event is not None:
                 events.append(event)
         if start < len(text):
-            self._pending.append(text[start:])
+            self._hold(text[start:])
         return events
+
+    def _hold(self, rest: str) -> None:
+        """Keep the start of a line still to come, within :data:`MAX_LINE`."""
+        self._held += len(rest)
+        if self._held > MAX_LINE:
+            raise _too_long("line", self._held)
+        self._pending.append(rest)
 
     def _feed_lf(self, text: str) -> list[SSEEvent]:
         # The common case (LF line endings only): split once instead of matching each line.
@@ -108,12 +143,15 @@ class SSEDecoder:
         if lines and self._pending:
             lines[0] = "".join(self._pending) + lines[0]
             self._pending.clear()
+            self._held = 0
+        if len(text) > MAX_LINE and lines and max(map(len, lines)) > MAX_LINE:
+            raise _too_long("line", max(map(len, lines)))
         for line in lines:
             event = self._line(line)
             if event is not None:
                 events.append(event)
         if rest:
-            self._pending.append(rest)
+            self._hold(rest)
         return events
 
     def _line(self, line: str) -> SSEEvent | None:
@@ -125,6 +163,9 @@ class SSEDecoder:
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._data_size += len(value) + 1
+            if self._data_size > MAX_LINE:
+                raise _too_long("event (data: lines with no blank line)", self._data_size)
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -137,6 +178,14 @@ class SSEDecoder:
     def _dispatch(self) -> SSEEvent | None:
         event_type, data, retry = self._event, self._data, self._retry
         self._event, self._data, self._retry = "", [], None
+        self._data_size = 0
         if not data:
             return None
         return SSEEvent(event_type or "message", "\n".join(data), self._id, retry)
+
+
+def _too_long(what: str, size: int) -> SSELimitError:
+    return SSELimitError(
+        f"sent an SSE {what} longer than {MAX_LINE:,} characters, the adapters' fixed limit "
+        f"({size:,} read); the stream was not read further"
+    )
