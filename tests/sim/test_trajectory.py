@@ -4,14 +4,15 @@ reads when a trajectory does not match."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import make_runtime, tool
+from _support import make_runtime, run_cli, tool
 
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.play import check_outcome, run_scenario
-from openprogram_sim.scenario import parse_scenario
+from openprogram_sim.scenario import load_scenario, parse_scenario
 from openprogram_sim.trace import assert_trajectory, match_trajectory, trace_calls
 
 NAMES = ("search", "fetch", "get_weather", "get_time", "answer", "send_email")
@@ -378,3 +379,95 @@ def test_the_python_api_names_a_bad_argument() -> None:
         assert_trajectory(PARALLEL, ["search"], mode="sorted")
     with pytest.raises(ValueError, match=r"calls\.0: an expected call is a tool name"):
         assert_trajectory(PARALLEL, [3])
+
+
+# -- where a scenario runs: openprogram-sim run, the pytest plugin, a cassette replay -------
+
+RUN_SCENARIO = """\
+scenario: the weather, asked in parallel
+tools:
+  get_weather: {returns: "sunny"}
+  get_time: {returns: "noon"}
+exec: {content: "Weather and time in Paris?", tools: [get_weather, get_time]}
+model:
+  - tool_calls: [{get_weather: {city: Paris}}]
+  - tool_calls: [{get_time: {city: Paris}}]
+  - text: "Sunny, noon."
+expect:
+  trajectory:
+    mode: in_order
+    calls:
+      - [get_weather, get_time]
+  properties:
+    - same_round: [get_weather, get_time]
+"""
+
+RUN_FAILURES = [
+    "- trajectory (in_order) did not match: score 0.50, min_score 1.0",
+    "  at weather.yaml:11",
+    "  score 0.50 (recall); precision 1/2 = 0.50, recall 1/2 = 0.50, F1 0.50",
+    "  expected call 2 of 2 (round group 1: [get_weather, get_time]) had no match: get_time "
+    "(line 14)",
+    "    calls that match it (#14) are not in one round with its group, in order",
+    "  calls made at depth 0, by round:",
+    '    #6 get_weather({"city": "Paris"}) d0 r1  <- expected call 1',
+    '    #14 get_time({"city": "Paris"}) d0 r2',
+    "",
+    '- property 1 (same_round) does not hold: same_round: ["get_weather", "get_time"]',
+    "  at weather.yaml:16",
+    "  [get_weather, get_time] were never called in one round: get_weather at #6 (d0 r1); "
+    "get_time at #14 (d0 r2)",
+    '    #6   tool_execution_start   d0 r1 get_weather({"city": "Paris"})',
+    '    #14  tool_execution_start   d0 r2 get_time({"city": "Paris"})',
+]
+
+
+def test_openprogram_sim_run_fails_with_both_messages(tmp_path: Path) -> None:
+    (tmp_path / "weather.yaml").write_text(RUN_SCENARIO)
+    result = run_cli("run", "weather.yaml", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    start = lines.index(RUN_FAILURES[0])
+    assert lines[start : start + len(RUN_FAILURES)] == RUN_FAILURES
+    parallel = RUN_SCENARIO.replace(
+        "{city: Paris}}]\n  - tool_calls: [{get_time:", "{city: Paris}}, {get_time:"
+    )
+    (tmp_path / "weather.yaml").write_text(parallel)
+    assert run_cli("run", "weather.yaml", cwd=tmp_path).returncode == 0
+
+
+def test_the_pytest_plugin_fails_the_item_with_both_messages(pytester: pytest.Pytester) -> None:
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "weather.yaml").write_text(RUN_SCENARIO)
+    result = pytester.runpytest("--openprogram-scenarios=scenarios", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    shown = [line.replace(" weather.yaml", " scenarios/weather.yaml") for line in RUN_FAILURES]
+    lines = result.stdout.lines
+    start = lines.index(shown[0])
+    assert lines[start : start + len(shown)] == shown
+
+
+REPLAY = (Path(__file__).parent / "data" / "weather_replay.yaml").read_text(encoding="utf-8")
+CASSETTE = (Path(__file__).parent / "data" / "weather_cassette.yaml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("city", "times", "passes"), [("Brest", 2, True), ("Rome", 2, False), ("Brest", 1, False)]
+)
+def test_a_cassette_replay_is_checked_for_both(
+    tmp_path: Path, city: str, times: int, passes: bool
+) -> None:
+    (tmp_path / "cassettes").mkdir()
+    (tmp_path / "cassettes" / "weather.yaml").write_text(CASSETTE, encoding="utf-8")
+    expect = (
+        "  trajectory:\n    mode: exact\n    calls:\n"
+        f"      - [{{get_weather: {{city: Paris}}}}, {{get_weather: {{city: {city}}}}}]\n"
+        f"  properties:\n    - at_most: {{tool: get_weather, times: {times}}}\n"
+    )
+    (tmp_path / "weather.yaml").write_text(REPLAY + expect, encoding="utf-8")
+    verdict = check_outcome(run_scenario(load_scenario(tmp_path / "weather.yaml")))
+    assert verdict.passed is passes, verdict.report()
+    if city == "Rome":
+        assert 'args.city  "Rome"    "Brest"  <- differs' in verdict.report()
+    if times == 1:
+        assert "get_weather was called 2 times, at most 1 allowed: #6, #10" in verdict.report()
