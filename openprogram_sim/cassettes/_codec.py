@@ -24,6 +24,7 @@ __all__ = [
     "MAX_BODY_ENV",
     "MAX_SSE_LINE",
     "BodyTooLarge",
+    "NotEncoded",
     "codings",
     "inflate",
     "longest_line",
@@ -45,6 +46,11 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 class BodyTooLarge(ValueError):
     """A body inflated past the limit (the message says how far it got)."""
+
+
+class NotEncoded(ValueError):
+    """A body that is not what its ``content-encoding`` says: it is stored decoded already
+    (vcrpy's ``requests`` and ``urllib3`` stubs keep the header of a body they decoded)."""
 
 
 def max_body(given: int | None = None) -> int:
@@ -79,8 +85,8 @@ def codings(headers: Mapping[str, Any]) -> list[str]:
 def inflate(data: bytes, applied: list[str], limit: int) -> bytes:
     """``data`` with ``applied`` codings undone (last applied first), never holding more
     than ``limit`` bytes of output. Raises :class:`BodyTooLarge` past it, and
-    :class:`ValueError` for a coding that is not gzip or deflate, or data that is not
-    what its coding says."""
+    :class:`ValueError` for a coding that is not gzip or deflate, and :class:`NotEncoded`
+    for data that is not what its coding says."""
     unknown = [c for c in applied if c not in _WBITS]
     if unknown:
         raise ValueError(
@@ -97,11 +103,11 @@ def _undo(data: bytes, coding: str, limit: int) -> bytes:
         return _bounded(data, wbits, limit)
     except zlib.error:
         if coding != "deflate":
-            raise ValueError(f"the body is not valid {coding} data") from None
+            raise NotEncoded(f"the body is not valid {coding} data") from None
     try:  # "deflate" is sent raw (no zlib header) by some servers, as httpx also accepts
         return _bounded(data, -zlib.MAX_WBITS, limit)
     except zlib.error:
-        raise ValueError("the body is not valid deflate data") from None
+        raise NotEncoded("the body is not valid deflate data") from None
 
 
 def _bounded(data: bytes, wbits: int, limit: int) -> bytes:

@@ -20,6 +20,7 @@ from openprogram_sim.cassettes._codec import (
     MAX_BODY_ENV,
     MAX_SSE_LINE,
     BodyTooLarge,
+    NotEncoded,
     codings,
     inflate,
     longest_line,
@@ -140,6 +141,8 @@ def _replayable(response: dict[str, Any], path: Path, index: int, limit: int) ->
         shown = ", ".join(applied)
         try:
             body = inflate(body, applied, limit)
+        except NotEncoded:
+            pass  # stored decoded, the header kept: served as it is, without the header
         except BodyTooLarge as exc:
             raise CassetteFormatError(
                 f"{where}: the body is stored compressed (content-encoding: {shown}) and {exc}, "
