@@ -21,6 +21,10 @@ __all__ = ["add_parser", "banner", "command", "exposure_warning"]
 DEFAULT_SESSION_TTL = 600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 30.0
+DEFAULT_BODY_MIN_RATE = 1024
+DEFAULT_MAX_CONNECTIONS = 512
 
 
 def banner(server: Any, title: str, turns: int) -> str:
@@ -102,6 +106,10 @@ def command(args: argparse.Namespace) -> int:
             session_ttl=args.session_ttl or None,
             max_sessions=args.max_sessions or None,
             max_body=args.max_body_bytes or None,
+            header_timeout=args.header_timeout or None,
+            body_timeout=args.body_timeout or None,
+            body_min_rate=args.body_min_rate or None,
+            max_connections=args.max_connections or None,
         )
     except OSError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
@@ -214,6 +222,28 @@ def add_parser(sub: Any) -> None:
         serve, "--max-body-bytes", DEFAULT_MAX_BODY, "N",
         "refuse a request body longer than N bytes (HTTP 413, while it is read; "
         f"default {DEFAULT_MAX_BODY} = 16 MiB; 0: no cap)",
+    )  # fmt: skip
+    _add_limit(
+        serve, "--header-timeout", DEFAULT_HEADER_TIMEOUT, "SECONDS",
+        "close a connection that has not sent a whole request head this long after it "
+        "opened or after its last answer (HTTP 408 when part of one came; "
+        f"default {DEFAULT_HEADER_TIMEOUT:g}; 0: no limit)",
+    )  # fmt: skip
+    _add_limit(
+        serve, "--body-timeout", DEFAULT_BODY_TIMEOUT, "SECONDS",
+        "answer HTTP 408 to a request body that goes this long without a byte (and close "
+        f"the connection; default {DEFAULT_BODY_TIMEOUT:g}; 0: no limit)",
+    )  # fmt: skip
+    _add_limit(
+        serve, "--body-min-rate", DEFAULT_BODY_MIN_RATE, "BYTES",
+        "bytes a second a request body must average beyond its first --body-timeout "
+        f"seconds (HTTP 408 if slower; default {DEFAULT_BODY_MIN_RATE}; 0: no rate)",
+    )  # fmt: skip
+    _add_limit(
+        serve, "--max-connections", DEFAULT_MAX_CONNECTIONS, "N",
+        "answer HTTP 503 (retry-after: 1) to a request that arrives while more than N "
+        f"connections are open, idle ones included (default {DEFAULT_MAX_CONNECTIONS}; "
+        "0: no cap)",
     )  # fmt: skip
     add_pythonpath(serve, "scenario")
     serve.set_defaults(func=command)

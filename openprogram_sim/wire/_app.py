@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from starlette.routing import BaseRoute, Mount, Route, Router
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import TurnLike, WireFault, split_turn
@@ -53,10 +53,14 @@ from openprogram_sim.wire._session import (
 )
 
 __all__ = [
+    "DEFAULT_BODY_MIN_RATE",
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_KEPT_BODIES",
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_TTL",
+    "FULL",
+    "Refused",
     "WireApp",
     "name_problem",
 ]
@@ -69,6 +73,18 @@ DEFAULT_MAX_SESSIONS = 10_000
 
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 """Bytes of one request body; a longer one is refused with HTTP 413 while it is read."""
+
+DEFAULT_BODY_TIMEOUT = 30.0
+"""Seconds a request body may go without a new byte; also the time a body has before it
+must keep up :data:`DEFAULT_BODY_MIN_RATE`."""
+
+DEFAULT_BODY_MIN_RATE = 1024
+"""Bytes per second a request body earns beyond its first ``body_timeout`` seconds: a body
+of N bytes may take ``body_timeout + N / body_min_rate`` seconds in all."""
+
+FULL = "openprogram_sim.full"
+"""The scope key the server sets on a request that arrived while ``max_connections``
+connections were open; its value is the message of the HTTP 503 the app answers with."""
 
 DEFAULT_KEPT_BODIES = 1000
 """Requests of the default session (which never ends) whose body is kept; later ones are
@@ -96,6 +112,97 @@ def shown(name: str | None) -> str:
     if name is None:
         return "default"
     return name if name_problem(name) is None else ascii(name)
+
+
+class Refused(Exception):
+    """A request answered with an error before a session took it: its body too long
+    (413) or too slow (408), or the server full (503)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        should_retry: bool | None = None,
+        retry_after: int | None = None,
+        close: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.should_retry = should_retry
+        self.retry_after = retry_after
+        self.close = close
+        """Close the connection after the answer (the client may still be sending)."""
+
+    def answer(self, api: str | None) -> WireResponse:
+        """The error in ``api``'s shape; ``None`` (a route of no API): ``{"error":
+        {"message", "type"}}``."""
+        if api is None:
+            kind = _GENERIC_KIND.get(self.status, "error")
+            body = {"error": {"message": self.message, "type": kind}}
+            response = WireResponse(
+                self.status, {"content-type": JSON_TYPE}, [json_text(body).encode()]
+            )
+            if self.retry_after is not None:
+                response.headers["retry-after"] = str(self.retry_after)
+        else:
+            response = error_response(
+                api, self.status, self.message, should_retry=self.should_retry,
+                retry_after=self.retry_after,
+            )  # fmt: skip
+        if self.close:
+            response.headers["connection"] = "close"
+        return response
+
+
+_GENERIC_KIND = {408: "timeout", 413: "too_large", 503: "unavailable"}
+
+
+class BodyTimeout(Exception):
+    """The request body came too slowly (see :class:`_Paced`)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _Paced:
+    """``receive`` under a request body's time limits: each piece within ``timeout``
+    seconds of the last, and the whole body of N bytes within ``timeout + N / min_rate``
+    seconds of the first read (a body trickled a byte at a time is cut off too)."""
+
+    def __init__(self, receive: Receive, timeout: float, min_rate: int | None) -> None:
+        self.receive = receive
+        self.timeout = timeout
+        self.min_rate = min_rate
+        self.start = time.monotonic()
+        self.size = 0
+
+    def _budget(self, now: float) -> float:
+        if self.min_rate is None:
+            return float("inf")
+        return self.start + self.timeout + self.size / self.min_rate - now
+
+    async def __call__(self) -> Message:
+        now = time.monotonic()
+        wait = min(self.timeout, self._budget(now))
+        if wait <= 0:
+            raise BodyTimeout(
+                f"{self.size} byte(s) in {now - self.start:.1f} s, where a body may take "
+                f"{self.timeout:g} s plus 1 s per {self.min_rate} bytes (body_timeout, "
+                "body_min_rate)"
+            )
+        try:
+            message = await asyncio.wait_for(self.receive(), wait)
+        except TimeoutError:
+            if wait < self.timeout:
+                return await self()  # the whole body's time ran out: say so
+            raise BodyTimeout(
+                f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
+            ) from None
+        self.size += len(message.get("body", b""))
+        return message
 
 
 _SESSION_ROUTES = (
@@ -131,6 +238,11 @@ class WireApp:
         max_body: bytes of one request body (``None``: no cap); a longer one is answered
             with HTTP 413 in its API's error shape as soon as that many arrived.
         keep_bodies: requests of the default session whose body is kept (``None``: all).
+        body_timeout: seconds a request body may go without a new byte (``None``: no
+            limit); past it, or past ``body_min_rate``, HTTP 408 in the API's error shape,
+            and the connection is closed.
+        body_min_rate: bytes per second a body must average beyond its first
+            ``body_timeout`` seconds (``None``: no rate, only the idle limit).
     """
 
     def __init__(
@@ -146,6 +258,8 @@ class WireApp:
         clock: Callable[[], float] = time.monotonic,
         max_body: int | None = DEFAULT_MAX_BODY,
         keep_bodies: int | None = DEFAULT_KEPT_BODIES,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        body_min_rate: int | None = DEFAULT_BODY_MIN_RATE,
     ) -> None:
         if session_ttl is not None and not session_ttl > 0:
             raise ValueError(f"session_ttl must be > 0 seconds or None, got {session_ttl!r}")
@@ -153,6 +267,10 @@ class WireApp:
             raise ValueError(f"max_sessions must be >= 1 or None, got {max_sessions!r}")
         if max_body is not None and max_body < 1:
             raise ValueError(f"max_body must be >= 1 byte or None, got {max_body!r}")
+        if body_timeout is not None and not body_timeout > 0:
+            raise ValueError(f"body_timeout must be > 0 seconds or None, got {body_timeout!r}")
+        if body_min_rate is not None and body_min_rate < 1:
+            raise ValueError(f"body_min_rate must be >= 1 byte/s or None, got {body_min_rate!r}")
         self.script = [split_turn(t) for t in turns]
         self.chunk_size = chunk_size
         self.cycle = cycle
@@ -163,6 +281,10 @@ class WireApp:
         self.clock = clock
         self.max_body = max_body
         self.keep_bodies = keep_bodies
+        self.body_timeout = body_timeout
+        self.body_min_rate = body_min_rate
+        self.full = 0
+        """Requests refused with HTTP 503 because ``max_connections`` were open."""
         self.ended = EndedSessions()
         """What is kept of sessions that ended (deleted or expired)."""
         self.refused = 0
@@ -290,12 +412,37 @@ class WireApp:
 
     # -- requests that fail before a session takes them ------------------------------------
 
-    async def read(self, scope: Scope, receive: Receive) -> bytes:
-        """The request body, at most ``max_body`` bytes (:class:`BodyTooLarge` past it,
-        before reading when its ``content-length`` says so)."""
-        if declared_too_large(scope["headers"], self.max_body):
-            raise BodyTooLarge(self.max_body or 0)
-        return await read_body(receive, self.max_body)
+    async def read(self, scope: Scope, receive: Receive, name: str | None) -> bytes:
+        """The request body of session ``name``'s request, or :class:`Refused` (the
+        failure charged to the session): HTTP 503 when the server marked the request
+        :data:`FULL` (nothing is read), 413 past ``max_body`` bytes (nothing is read when
+        ``content-length`` says so), 408 when it comes slower than ``body_timeout`` and
+        ``body_min_rate`` allow. :class:`ClientGone` when the client left."""
+        full = scope.get(FULL)
+        if full is not None:
+            self.full += 1
+            if self.full == 1 and self.log is not None:
+                self.log(f"error: {full} (further refusals are counted in the report)")
+            raise Refused(503, full, should_retry=True, retry_after=1, close=True)
+        try:
+            if declared_too_large(scope["headers"], self.max_body):
+                raise BodyTooLarge(self.max_body or 0)
+            timeout = self.body_timeout
+            paced = receive if timeout is None else _Paced(receive, timeout, self.body_min_rate)
+            return await read_body(paced, self.max_body)
+        except BodyTooLarge as exc:
+            message = self.too_large(exc.limit)
+            self.charge(name, message)
+            raise Refused(413, message, should_retry=False) from None
+        except BodyTimeout as exc:
+            message = (
+                f"openprogram-sim: the request body came too slowly: {exc.why}; send the "
+                "body at once, or raise the limits (serve(body_timeout=..., "
+                "body_min_rate=...), openprogram-sim serve --body-timeout SECONDS "
+                "--body-min-rate N)"
+            )
+            self.charge(name, message)
+            raise Refused(408, message, close=True) from None
 
     def too_large(self, limit: int) -> str:
         return (
@@ -334,13 +481,11 @@ class WireApp:
     async def _not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("session")
         try:
-            await self.read(scope, receive)
+            await self.read(scope, receive, name)
         except ClientGone:
             return
-        except BodyTooLarge as exc:
-            message = self.too_large(exc.limit)
-            self.charge(name, message)
-            await _send_json(send, 413, {"error": {"message": message, "type": "too_large"}})
+        except Refused as exc:
+            await send_whole(send, exc.answer(None))
             return
         path = scope.get("path", "")
         message = (
@@ -371,13 +516,11 @@ class _SessionRoute:
             await _send_json(send, 400, {"error": {"message": problem, "type": "invalid_name"}})
             return
         try:
-            await app.read(scope, receive)
+            await app.read(scope, receive, name)
         except ClientGone:
             return
-        except BodyTooLarge as exc:
-            message = app.too_large(exc.limit)
-            app.charge(name, message)
-            await _send_json(send, 413, {"error": {"message": message, "type": "too_large"}})
+        except Refused as exc:
+            await send_whole(send, exc.answer(None))
             return
         app.sweep_due(app.clock())
         ending = scope["method"] == "DELETE"
@@ -419,7 +562,7 @@ def _routes(app: WireApp) -> list[BaseRoute]:
         Route("/v1/chat/completions", call("openai-chat"), methods=["POST"]),
         Route("/v1/responses", call("openai-responses"), methods=["POST"]),
         Route("/v1/messages", call("anthropic"), methods=["POST"]),
-        Route("/v1/models", _Models(), methods=["GET"]),
+        Route("/v1/models", _Models(app), methods=["GET"]),
         *gemini,
         Route("/model/{model}/converse", call("bedrock", False), methods=["POST"]),
         Route("/model/{model}/converse-stream", call("bedrock", True), methods=["POST"]),
@@ -430,11 +573,22 @@ class _Models:
     """``GET /v1/models``: one model, in Anthropic's list shape when the client is
     Anthropic's (it sends ``anthropic-version``), else OpenAI's."""
 
+    def __init__(self, app: WireApp) -> None:
+        self.app = app
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         names = {k.lower() for k, _ in scope["headers"]}
+        anthropic = b"anthropic-version" in names
+        try:  # a GET's body is unused, but a client trickling one must not hold the server
+            await self.app.read(scope, receive, scope.get("path_params", {}).get("session"))
+        except ClientGone:
+            return
+        except Refused as exc:
+            await send_whole(send, exc.answer("anthropic" if anthropic else "openai"))
+            return
         body: Any
         model: dict[str, Any]
-        if b"anthropic-version" in names:
+        if anthropic:
             model = {"type": "model", "id": "scripted", "display_name": "openprogram-sim",
                      "created_at": "2023-11-14T22:13:20Z"}  # fmt: skip
             body = {"data": [model], "has_more": False, "first_id": "scripted",
@@ -464,13 +618,11 @@ class _ModelCall:
             await send_whole(send, error_response(self.api, 400, problem, should_retry=False))
             return
         try:
-            raw = await self.app.read(scope, receive)
+            raw = await self.app.read(scope, receive, name)
         except ClientGone:
             return
-        except BodyTooLarge as exc:
-            message = self.app.too_large(exc.limit)
-            self.app.charge(name, message)
-            await send_whole(send, error_response(self.api, 413, message, should_retry=False))
+        except Refused as exc:
+            await send_whole(send, exc.answer(self.api))
             return
         session = self.app.enter(name)
         if session is None:

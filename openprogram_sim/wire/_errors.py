@@ -64,17 +64,23 @@ def error_kind(api: str, status: int) -> tuple[str, str]:
 
 
 def error_response(
-    api: str, status: int, message: str, *, should_retry: bool | None = None
+    api: str,
+    status: int,
+    message: str,
+    *,
+    should_retry: bool | None = None,
+    retry_after: int | None = None,
 ) -> WireResponse:
     """The HTTP error ``api`` answers with for ``status``: its error body shape, its error
     type for that status, and the headers that go with it (``retry-after`` on 429,
     ``x-amzn-ErrorType`` on Bedrock). ``should_retry`` adds ``x-should-retry`` (the header
-    the official SDKs obey before their own retry rules)."""
+    the official SDKs obey before their own retry rules); ``retry_after`` sets
+    ``retry-after`` (seconds) on any status."""
     kind, code = error_kind(api, status)
     family = _family(api)
     headers = {"content-type": JSON_TYPE}
-    if status == 429:
-        headers["retry-after"] = "1"
+    if status == 429 or retry_after is not None:
+        headers["retry-after"] = str(1 if retry_after is None else retry_after)
     if should_retry is not None:
         headers["x-should-retry"] = "true" if should_retry else "false"
     body: Any

@@ -5,22 +5,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import functools
+import json
 import logging
 import socket
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
 
 from openprogram_sim.models import TurnLike, WireFault, refuse_scenario
 from openprogram_sim.trace import Failure, render_failures
 from openprogram_sim.wire._app import (
+    DEFAULT_BODY_MIN_RATE,
+    DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TTL,
+    FULL,
     WireApp,
 )
 from openprogram_sim.wire._delivering import QUIET_CUTS
@@ -30,7 +41,40 @@ from openprogram_sim.wire._session import RequestCheck, Session, SessionReport
 if TYPE_CHECKING:
     from openprogram.providers import Provider
 
-__all__ = ["ServeReport", "WireServer", "serve"]
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_KEEP_ALIVE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "ServeReport",
+    "WireServer",
+    "serve",
+]
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+"""Seconds a client has to send a request's head (request line and headers), from the
+moment it connects or its previous answer ends."""
+
+DEFAULT_MAX_CONNECTIONS = 512
+"""Connections open at once (idle ones included); a request that arrives past it is
+answered with HTTP 503. Below the usual file-descriptor limit of 1,024."""
+
+DEFAULT_KEEP_ALIVE = 5
+"""Seconds an idle keep-alive connection stays open after an answer (uvicorn's
+``timeout_keep_alive``, fixed)."""
+
+_ACCEPT_FAILED = "socket.accept() out of system resource"
+"""asyncio's message for an accept() that failed with EMFILE, ENFILE, ENOBUFS or ENOMEM."""
+_OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+_SHED_IDLE = 1.0
+"""Seconds a connection must have waited with no byte of a request to be closed when the
+server runs out of descriptors (a client's request is read within a second of accept)."""
+_COUNT_EVERY = 60.0
+"""Seconds between two lines counting refused accepts or slow clients let go."""
+
+_log = logging.getLogger("openprogram_sim.wire")
+
+if sys.platform != "win32":  # imported now: with no descriptor left, an import fails
+    import resource
 
 _SDK_PATH = {
     "openai": "/v1",
@@ -55,14 +99,297 @@ _ADAPTER_MODEL = {
 }
 
 
+class _Tally:
+    """Something that may happen without end (a refused accept, a slow client let go):
+    the first is logged in full, the rest are counted, and the count is logged at most
+    once a minute and when the server stops."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.count = 0
+        self.logged = 0
+        self._next = 0.0
+
+    def add(self, say: Callable[[str], None], first: Callable[[], str]) -> None:
+        self.count += 1
+        if self.count == 1:
+            say(first())
+            self.logged, self._next = 1, time.monotonic() + _COUNT_EVERY
+
+    def flush(self, say: Callable[[str], None], now: float, *, final: bool = False) -> None:
+        if self.count > self.logged and (final or now >= self._next):
+            more = self.count - self.logged
+            say(f"{self.what}: {more} more since the last line ({self.count} in all)")
+            self.logged, self._next = self.count, now + _COUNT_EVERY
+
+
+class _Guard:
+    """The limits the server keeps below the app, on every connection: the time to send a
+    request head, the time to finish a body the answer left unread, and the connection
+    cap (marked on the request, answered by the app in its API's shape); and how refused
+    accepts and slow clients are reported (a line for the first, counts after)."""
+
+    def __init__(
+        self,
+        *,
+        header_timeout: float | None,
+        body_timeout: float | None,
+        max_connections: int | None,
+        log: Callable[[str], None] | None,
+    ) -> None:
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.max_connections = max_connections
+        self.say: Callable[[str], None] = log or _log.warning
+        self.state: ServerState | None = None
+        self.accepts = _Tally("error: accept() refused")
+        self.slow = _Tally("warning: slow clients let go")
+        self._recovered = False
+
+    def full(self, state: ServerState) -> str | None:
+        """The 503's message when the request now under way is one past the cap (its own
+        connection and task are counted already); ``None`` when there is room."""
+        cap = self.max_connections
+        if cap is None or (len(state.connections) <= cap and len(state.tasks) <= cap):
+            return None
+        return (
+            f"openprogram-sim: the server is full: {len(state.connections)} connections are "
+            f"open and it serves at most {cap} at once (max_connections); retry in a moment, "
+            "close idle connections, or raise the cap (serve(max_connections=...), "
+            "openprogram-sim serve --max-connections N)"
+        )
+
+    def accept_refused(self, exc: BaseException | None) -> None:
+        """accept() failed for want of descriptors: count it, and close the connections
+        idle for a while with no byte of a request, to make room."""
+        self.accepts.add(self.say, lambda: self._accept_line(exc))
+        if self.state is None:
+            return
+        now = time.monotonic()
+        for connection in list(self.state.connections):
+            if isinstance(connection, _GuardedH11) and connection.idle_for(now) >= _SHED_IDLE:
+                connection.shed()
+
+    def _accept_line(self, exc: BaseException | None) -> str:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return (
+            f"error: the server cannot accept connections: {why} (the process's "
+            f"file-descriptor limit{_fd_limit()} is used up). New connections wait in the "
+            "listen queue and are accepted as descriptors free up (tried once a second; "
+            f"connections idle for {_SHED_IDLE:g} s with no request are closed to make room): "
+            "raise the limit (ulimit -n), lower --max-connections, or shorten "
+            "--header-timeout. Further refusals are counted, not logged."
+        )
+
+    def accepted(self) -> None:
+        """A connection was accepted: after the first refusals, say once that it recovered."""
+        tally = self.accepts
+        if tally.count and not self._recovered:
+            self._recovered = True
+            self.say(
+                f"the server accepts connections again (accept() was refused {tally.count} "
+                "time(s)); later refusals are only counted"
+            )
+            tally.logged = tally.count
+
+    def let_go(self, what: str) -> None:
+        """A slow client's connection was closed: ``what`` it failed to do in time."""
+        self.slow.add(
+            self.say,
+            lambda: f"warning: closed a connection that {what}; later ones are counted, not logged",
+        )
+
+    def tick(self, now: float, *, final: bool = False) -> None:
+        self.accepts.flush(self.say, now, final=final)
+        self.slow.flush(self.say, now, final=final)
+
+    def loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """The loop's exception handler: a refused accept is counted (asyncio logged a
+        traceback for each, thousands a second); anything else goes to asyncio's own."""
+        if context.get("message") == _ACCEPT_FAILED:
+            self.accept_refused(context.get("exception"))
+        else:
+            loop.default_exception_handler(context)
+
+
+def _fd_limit() -> str:
+    """``" (N)"``: the soft file-descriptor limit (``""`` where there is none to show)."""
+    if sys.platform == "win32":
+        return ""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return "" if soft == resource.RLIM_INFINITY else f" ({soft})"
+
+
+class _GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol under the guard's limits: a connection that has not sent a
+    whole request head ``header_timeout`` seconds after it opened (or after its previous
+    answer) is closed, with a 408 when part of a head came; one still sending a body after
+    its answer went out (a body the app did not read) has ``body_timeout`` seconds to
+    finish; a request past the connection cap is marked :data:`FULL` for the app. (uvicorn
+    has no head timeout: its ``timeout_keep_alive`` starts only after an answer.)"""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        guard: _Guard,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.guard = guard
+        self.limit_concurrency = None  # the guard's cap, answered in the API's shape
+        self._inner = self.app
+        self.app = self._mark
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._waiting_since: float | None = None
+        """When the connection started to wait for a request head (``None``: not now)."""
+        self._drain_timer: asyncio.TimerHandle | None = None
+
+    async def _mark(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        message = self.guard.full(self.server_state)
+        if message is not None:
+            scope[FULL] = message
+        await self._inner(scope, receive, send)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.guard.accepted()
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiting_since is not None:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._head_timer = _cancel(self._head_timer)
+        self._drain_timer = _cancel(self._drain_timer)
+        super().connection_lost(exc)
+
+    def _watch(self) -> None:
+        """Arm or disarm the two timers for the state the connection is in now."""
+        if self.transport.is_closing():
+            self._head_timer = _cancel(self._head_timer)
+            self._drain_timer = _cancel(self._drain_timer)
+            return
+        theirs = self.conn.their_state
+        head_timeout = self.guard.header_timeout
+        if theirs is not h11.IDLE:
+            self._head_timer = _cancel(self._head_timer)
+            self._waiting_since = None
+        elif self._waiting_since is None:
+            self._waiting_since, self._head_bytes = time.monotonic(), 0
+            if head_timeout is not None:
+                self._head_timer = self.loop.call_later(head_timeout, self._head_late)
+        unread = theirs is h11.SEND_BODY and self.cycle is not None and self.cycle.response_complete
+        body_timeout = self.guard.body_timeout
+        if not unread:
+            self._drain_timer = _cancel(self._drain_timer)
+        elif self._drain_timer is None and body_timeout is not None:
+            self._drain_timer = self.loop.call_later(body_timeout, self._drain_late)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds the connection has waited for a request with no byte of one (0: it is
+        not waiting, or part of a head came)."""
+        since = self._waiting_since
+        if since is None or self._head_bytes or self.transport.is_closing():
+            return 0.0
+        return now - since
+
+    def shed(self) -> None:
+        """Close this idle connection: the server needs its descriptor."""
+        self.guard.let_go("was idle with no request when the server ran out of descriptors")
+        self.transport.close()
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        timeout = self.guard.header_timeout
+        if self._head_bytes:
+            message = (
+                f"openprogram-sim: the request head (request line and headers) did not arrive "
+                f"within {timeout:g} s (the server's header_timeout); send it at once, or raise "
+                "the limit (serve(header_timeout=...), openprogram-sim serve --header-timeout "
+                "SECONDS)"
+            )
+            self.transport.write(_raw_answer(408, "Request Timeout", message, "timeout"))
+            what = f"sent only {self._head_bytes} byte(s) of a request head in {timeout:g} s"
+        else:
+            what = f"sent nothing for {timeout:g} s"
+        self.guard.let_go(what + " (header_timeout)")
+        self.transport.close()
+
+    def _drain_late(self) -> None:
+        self._drain_timer = None
+        if self.transport.is_closing():
+            return
+        timeout = self.guard.body_timeout
+        self.guard.let_go(
+            f"was still sending a request body {timeout:g} s after its answer (body_timeout)"
+        )
+        self.transport.close()
+
+
+def _cancel(timer: asyncio.TimerHandle | None) -> asyncio.TimerHandle | None:
+    """Cancel ``timer`` (if any); ``None``, for the attribute that held it."""
+    if timer is not None:
+        timer.cancel()
+    return None
+
+
+def _raw_answer(status: int, reason: str, message: str, kind: str) -> bytes:
+    """A whole HTTP/1.1 error answer, written before h11 has a request to answer."""
+    body = json.dumps({"error": {"message": message, "type": kind}}).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class _Listener(socket.socket):
+    """The listening socket. asyncio accepts up to ``backlog`` (2,048) connections each
+    time the socket is ready, and when accept() fails for want of descriptors it logs the
+    failure, retries in a second, and still tries the rest of that round: 2,048 failures
+    (and tracebacks) a second. After one such failure this socket answers the rest of the
+    round as an empty queue."""
+
+    _refusing = False
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        if self._refusing:
+            raise BlockingIOError(errno.EAGAIN, "the last accept() ran out of resources")
+        try:
+            return super().accept()
+        except OSError as exc:
+            if exc.errno in _OUT_OF_RESOURCES:
+                self._refusing = True
+                asyncio.get_running_loop().call_soon(self._clear)
+            raise
+
+    def _clear(self) -> None:
+        self._refusing = False
+
+
 class _Uvicorn(uvicorn.Server):
     """uvicorn, told to end held connections first when it shuts down, and woken at once
     when asked to stop (uvicorn looks every 0.1 s: a test that starts and stops a server
     paid that, and the shutdown's own 0.1 s wait, each time)."""
 
-    def __init__(self, config: uvicorn.Config, app: WireApp) -> None:
+    def __init__(self, config: uvicorn.Config, app: WireApp, guard: _Guard) -> None:
         super().__init__(config)
         self.wire_app = app
+        self.guard = guard
+        guard.state = self.server_state
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
 
@@ -71,6 +398,8 @@ class _Uvicorn(uvicorn.Server):
         counter = 0
         while not await self.on_tick(counter):  # uvicorn's own tick: date header, exit
             counter = (counter + 1) % 864000
+            if counter % 10 == 0:
+                self.guard.tick(time.monotonic())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), 0.1)
 
@@ -81,8 +410,13 @@ class _Uvicorn(uvicorn.Server):
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(wake.set)
 
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        asyncio.get_running_loop().set_exception_handler(self.guard.loop_exception)
+        await super().startup(sockets)
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.wire_app.stop()
+        self.guard.tick(time.monotonic(), final=True)
         if not self.server_state.connections:
             # nothing to wait for: close the listeners without uvicorn's fixed 0.1 s pause
             for server in self.servers:
@@ -134,6 +468,8 @@ class WireServer:
     without a prefix share the default session. A named session ends on ``DELETE
     /s/{name}`` (or :meth:`end_session`), or after ``session_ttl`` idle seconds; its report
     is kept for :meth:`check`. At most ``max_sessions`` named sessions are live at once.
+    Slow clients are let go (``header_timeout``, ``body_timeout``, ``body_min_rate``) and
+    at most ``max_connections`` connections are served at once (see :func:`serve`).
     """
 
     def __init__(
@@ -149,24 +485,41 @@ class WireServer:
         session_ttl: float | None = DEFAULT_SESSION_TTL,
         max_sessions: int | None = DEFAULT_MAX_SESSIONS,
         max_body: int | None = DEFAULT_MAX_BODY,
+        header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
+        body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+        body_min_rate: int | None = DEFAULT_BODY_MIN_RATE,
+        max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         refuse_scenario(turns, "WireServer()")
+        if header_timeout is not None and not header_timeout > 0:
+            raise ValueError(f"header_timeout must be > 0 seconds or None, got {header_timeout!r}")
+        if max_connections is not None and max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1 or None, got {max_connections!r}")
         self.app = WireApp(
             turns, chunk_size=chunk_size, cycle=cycle, log=log, check=check,
             session_ttl=session_ttl, max_sessions=max_sessions, max_body=max_body,
+            body_timeout=body_timeout, body_min_rate=body_min_rate,
+        )  # fmt: skip
+        self.guard = _Guard(
+            header_timeout=header_timeout, body_timeout=body_timeout,
+            max_connections=max_connections, log=log,
         )  # fmt: skip
         self.host = host
         self._socket = _bind(host, port)
         self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
             self.app,
+            # uvicorn's own h11 protocol with the slow-client limits it lacks; its
+            # limit_concurrency answers in plain text, so the guard keeps the cap instead
+            http=functools.partial(_GuardedH11, guard=self.guard),  # type: ignore[arg-type]
             lifespan="off",
             log_config=None,
             access_log=False,
             server_header=False,
             timeout_graceful_shutdown=2,
+            timeout_keep_alive=DEFAULT_KEEP_ALIVE,
         )
-        self._server = _Uvicorn(config, self.app)
+        self._server = _Uvicorn(config, self.app, self.guard)
         self._thread: threading.Thread | None = None
         logging.getLogger("uvicorn.error").addFilter(QUIET_CUTS)
 
@@ -305,6 +658,14 @@ class WireServer:
                     "their failures were logged as they ended (run without -q to see them)",
                 )
             )
+        if app.full:
+            report.failures.append(
+                Failure(
+                    f"{app.full} request(s) were refused with HTTP 503: more than "
+                    f"{self.guard.max_connections} connections were open (max_connections)",
+                    "close idle connections sooner, or raise max_connections (--max-connections)",
+                )
+            )
         if app.refused:
             report.failures.append(
                 Failure(
@@ -343,7 +704,7 @@ def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP named explicitly: asyncio sets TCP_NODELAY only on sockets that say so,
     # and without it every response waits out the client's delayed ACK (~40 ms).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock = _Listener(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -367,6 +728,10 @@ def serve(
     session_ttl: float | None = DEFAULT_SESSION_TTL,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     max_body: int | None = DEFAULT_MAX_BODY,
+    header_timeout: float | None = DEFAULT_HEADER_TIMEOUT,
+    body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
+    body_min_rate: int | None = DEFAULT_BODY_MIN_RATE,
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
 ) -> Iterator[WireServer]:
     """Serve a script (a list of turns, each optionally with a ``wire:`` fault) on a real
     loopback port from a background thread::
@@ -393,11 +758,22 @@ def serve(
     body is longer than ``max_body`` bytes (default 16 MiB; ``None``: no cap) HTTP 413.
     A session name is 1 to 128 of ``A-Z a-z 0-9 . _ -`` (not ``.`` or ``..``); any other
     gets HTTP 400.
+
+    Slow clients are let go: a connection that has not sent a whole request head
+    ``header_timeout`` seconds (default 10) after it opened, or after its previous answer,
+    is closed (with HTTP 408 when part of a head came); a request body that goes
+    ``body_timeout`` seconds (default 30) without a byte, or that averages less than
+    ``body_min_rate`` bytes a second (default 1,024) beyond its first ``body_timeout``
+    seconds, gets HTTP 408 in its API's error shape. A request that arrives while more
+    than ``max_connections`` connections (default 512, idle ones included) are open gets
+    HTTP 503 in its API's error shape with ``retry-after: 1``. ``None`` turns a limit off.
     """
     refuse_scenario(turns, "serve()")
     server = WireServer(
         turns, check=check, host=host, port=port, chunk_size=chunk_size, cycle=cycle,
         session_ttl=session_ttl, max_sessions=max_sessions, max_body=max_body,
+        header_timeout=header_timeout, body_timeout=body_timeout,
+        body_min_rate=body_min_rate, max_connections=max_connections,
     )  # fmt: skip
     server.start()
     try:
