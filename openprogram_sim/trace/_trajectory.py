@@ -25,7 +25,8 @@ precision for ``subset``; the trajectory passes when its score reaches ``min_sco
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Annotated, Any, Literal
@@ -369,12 +370,9 @@ def _compile(spec: Trajectory) -> list[list[_Spec]]:
 # -- matching ----------------------------------------------------------------------------
 
 
-def _max_matching(
-    specs: Sequence[_Spec], calls: Sequence[TraceCall]
-) -> dict[int, int]:  # fmt: skip
-    """A largest one-to-one matching of ``specs`` to ``calls`` (augmenting paths): spec
-    position -> call position."""
-    fits = [[c for c, call in enumerate(calls) if s.fits(call)] for s in specs]
+def _matching(fits: Sequence[Sequence[int]]) -> dict[int, int]:
+    """A largest one-to-one matching (augmenting paths): ``fits[s]`` lists the calls spec
+    ``s`` may take; the result maps spec -> call."""
     owner: dict[int, int] = {}
 
     def augment(s: int, seen: set[int]) -> bool:
@@ -387,9 +385,15 @@ def _max_matching(
                 return True
         return False
 
-    for s in range(len(specs)):
+    for s in range(len(fits)):
         augment(s, set())
     return {s: c for c, s in owner.items()}
+
+
+def _max_matching(specs: Sequence[_Spec], calls: Sequence[TraceCall]) -> dict[int, int]:
+    """A largest one-to-one matching of ``specs`` to ``calls``: spec position -> call
+    position."""
+    return _matching([[c for c, call in enumerate(calls) if s.fits(call)] for s in specs])
 
 
 def _rounds(calls: Sequence[TraceCall]) -> list[list[int]]:
@@ -432,42 +436,70 @@ def _align_exact(groups: list[list[_Spec]], calls: list[TraceCall]) -> dict[int,
 def _align_in_order(groups: list[list[_Spec]], calls: list[TraceCall]) -> dict[int, int]:
     """Expected entries in order against the calls made: each entry's calls in one round,
     after the previous entry's; as many expected calls matched as can be (a longest common
-    subsequence, a round group counting its matched calls)."""
+    subsequence, a round group counting its matched calls). Filled from the last entry
+    back: ``best[k][p]`` is the most calls entries ``k..`` match from position ``p`` on."""
     n, total = len(groups), len(calls)
+    members: dict[tuple[int, int, int], list[int]] = {}
+    for c, call in enumerate(calls):
+        members.setdefault(call.round_key, []).append(c)
+    best = [[0] * (total + 2) for _ in range(n + 1)]
+    picks: list[list[tuple[dict[int, int], int] | None]] = [[None] * (total + 1) for _ in range(n)]
+    for k in range(n - 1, -1, -1):
+        fits = [{c for c in range(total) if spec.fits(calls[c])} for spec in groups[k]]
+        fitting = sorted(set().union(*fits))
+        for p in range(total, -1, -1):
+            score, pick = -1, None
+            for found, after in _options(fits, fitting, members, calls, p):
+                if len(found) + best[k + 1][after] > score:  # earlier first: a tie matches early
+                    score, pick = len(found) + best[k + 1][after], (found, after)
+            if best[k + 1][p] > score:
+                score, pick = best[k + 1][p], None
+            best[k][p], picks[k][p] = score, pick
+    out: dict[int, int] = {}
+    p = 0
+    for k in range(n):
+        pick = picks[k][p]
+        if pick is not None:
+            found, p = pick
+            out.update({groups[k][s].number: c for s, c in found.items()})
+    return out
 
-    def options(k: int, p: int) -> list[tuple[dict[int, int], int]]:
-        """Each way entry ``k`` can match calls from position ``p`` on: (matching, the
-        position after its last matched call)."""
-        out = []
-        seen_rounds: dict[tuple[int, int, int], list[int]] = {}
-        for c in range(p, total):
-            seen_rounds.setdefault(calls[c].round_key, []).append(c)
-        for members in seen_rounds.values():
-            for end in range(len(members)):
-                if not any(s.fits(calls[members[end]]) for s in groups[k]):
-                    continue
-                window = members[: end + 1]
-                found = _max_matching(groups[k], [calls[c] for c in window])
-                if found:
-                    out.append(({s: window[c] for s, c in found.items()}, window[end] + 1))
-        return out
 
-    @cache
-    def best(k: int, p: int) -> tuple[int, tuple[tuple[int, int], ...]]:
-        if k == n:
-            return 0, ()
-        score, chosen = -1, ()
-        for found, after in options(k, p):  # earlier calls first: on a tie, match early
-            rest, more = best(k + 1, after)
-            if len(found) + rest > score:
-                pairs = tuple((groups[k][s].number, c) for s, c in found.items())
-                score, chosen = len(found) + rest, pairs + more
-        skipped, rest_chosen = best(k + 1, p)
-        if skipped > score:
-            score, chosen = skipped, rest_chosen
-        return score, chosen
-
-    return dict(best(0, 0)[1])
+def _options(
+    fits: list[set[int]],
+    fitting: list[int],
+    members: Mapping[tuple[int, int, int], list[int]],
+    calls: list[TraceCall],
+    p: int,
+) -> Iterator[tuple[dict[int, int], int]]:
+    """The ways one entry (its specs' ``fits``) can match calls from position ``p`` on, each
+    within one round: its matching (spec -> call) and the position after its last call. Of
+    the ways that match the same number of calls in a round, only the one that ends first;
+    one call alone, only at its first fit (a later one leaves less room)."""
+    rounds_seen: set[tuple[int, int, int]] = set()
+    given: list[tuple[int, int]] = []  # (calls matched, position after) of each way yielded
+    for c in fitting[bisect_left(fitting, p) :]:
+        if len(fits) == 1:
+            yield {0: c}, c + 1
+            return
+        if any(n == len(fits) and after <= c for n, after in given):
+            return  # every way from here on ends later and matches no more
+        key = calls[c].round_key
+        if key in rounds_seen:
+            continue
+        rounds_seen.add(key)
+        window = [m for m in members[key] if m >= p]
+        most = 0
+        for end, m in enumerate(window):
+            if not any(m in f for f in fits):
+                continue
+            prefix = set(window[: end + 1])
+            found = _matching([sorted(f & prefix) for f in fits])
+            if len(found) > most:
+                most = len(found)
+                if not any(n >= most and after <= m + 1 for n, after in given):
+                    given.append((most, m + 1))
+                    yield found, m + 1
 
 
 def _align_any(groups: list[list[_Spec]], calls: list[TraceCall]) -> dict[int, int]:
