@@ -93,9 +93,10 @@ def _read_yaml(path: str) -> _Yaml:
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent):
-                line = event.start_mark.line + 1
+                mark = event.start_mark
+                line = f":{mark.line + 1}" if mark is not None else ""
                 raise CheckFileError(
-                    f"{path}:{line}: an alias (*name); write the value out (aliases are not "
+                    f"{path}{line}: an alias (*name); write the value out (aliases are not "
                     "read here)"
                 )
         root = yaml.compose(text, Loader=yaml.SafeLoader)
