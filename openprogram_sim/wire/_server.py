@@ -145,6 +145,7 @@ class _Guard:
         self.accepts = _Tally("error: accept() refused")
         self.slow = _Tally("warning: slow clients let go")
         self._recovered = False
+        self._refused_at = 0.0
 
     def full(self, state: ServerState) -> str | None:
         """The 503's message when the request now under way is one past the cap (its own
@@ -162,10 +163,10 @@ class _Guard:
     def accept_refused(self, exc: BaseException | None) -> None:
         """accept() failed for want of descriptors: count it, and close the connections
         idle for a while with no byte of a request, to make room."""
+        now = self._refused_at = time.monotonic()
         self.accepts.add(self.say, lambda: self._accept_line(exc))
         if self.state is None:
             return
-        now = time.monotonic()
         for connection in list(self.state.connections):
             if isinstance(connection, _GuardedH11) and connection.idle_for(now) >= _SHED_IDLE:
                 connection.shed()
@@ -182,9 +183,11 @@ class _Guard:
         )
 
     def accepted(self) -> None:
-        """A connection was accepted: after the first refusals, say once that it recovered."""
+        """A connection was accepted: after the first refusals, say once that it recovered
+        (a connection accepted in the round that failed does not count: asyncio retries a
+        second later)."""
         tally = self.accepts
-        if tally.count and not self._recovered:
+        if tally.count and not self._recovered and time.monotonic() - self._refused_at > 0.5:
             self._recovered = True
             self.say(
                 f"the server accepts connections again (accept() was refused {tally.count} "
@@ -601,6 +604,11 @@ class WireServer:
 
     def _root(self, session: str | None) -> str:
         return self.url if session is None else f"{self.url}/s/{session}"
+
+    @property
+    def connections(self) -> int:
+        """Connections open now (idle ones included), as ``max_connections`` counts them."""
+        return len(self._server.server_state.connections)
 
     # -- what clients did ----------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,13 @@ async def slow_client(
     await asyncio.gather(dripping, return_exceptions=True)
     writer.close()
     return answer, elapsed
+
+
+def wait_for(test: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not test():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def head(path: str, length: int, method: str = "POST") -> bytes:
@@ -227,7 +235,7 @@ def test_a_full_server_answers_503_in_the_apis_shape(api: str) -> None:
     path, body = CALLS[api]
     with serve(SCRIPT, max_connections=2) as server:
         idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
-        time.sleep(0.2)  # both accepted
+        wait_for(lambda: server.connections == 2)  # both accepted
         full = httpx2.post(server.url + path, json=body)
         message = error_message(api, 503, dict(full.headers), full.json())
         assert full.status_code == 503
@@ -241,7 +249,7 @@ def test_a_full_server_answers_503_in_the_apis_shape(api: str) -> None:
         assert full.headers["connection"] == "close"
         for sock in idle:
             sock.close()
-        time.sleep(0.2)
+        wait_for(lambda: server.connections == 0)
         assert httpx2.post(server.url + path, json=body).status_code == 200
         report = server.check()
     assert not report.passed
@@ -256,7 +264,7 @@ def test_a_full_server_answers_routes_of_no_api_and_the_sdk_sees_the_503() -> No
     openai = pytest.importorskip("openai")
     with serve(SCRIPT, max_connections=1) as server:
         idle = socket.create_connection(("127.0.0.1", server.port))
-        time.sleep(0.2)
+        wait_for(lambda: server.connections == 1)
         report = httpx2.get(f"{server.url}/s/x")
         assert report.status_code == 503 and report.headers["retry-after"] == "1"
         assert report.json()["error"]["type"] == "unavailable"
