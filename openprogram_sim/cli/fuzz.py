@@ -9,6 +9,7 @@ in a sandbox process under ``--timeout`` seconds, and the tool contract is check
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -16,6 +17,7 @@ from openprogram_sim.cli._arguments import add_pythonpath
 
 if TYPE_CHECKING:
     from openprogram_sim.fuzz import CampaignResult, FuzzStats, ToolTarget
+    from openprogram_sim.fuzz.tools import SearchOptions, UserOptions
 
 __all__ = ["add_parser", "command", "fuzz_command"]
 
@@ -46,6 +48,8 @@ def fuzz_command(
     replay_every: int = 4,
     target: ToolTarget | None = None,
     timeout: float = 2.0,
+    options: UserOptions | None = None,
+    search: SearchOptions | None = None,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -62,21 +66,45 @@ def fuzz_command(
                               replay_every=replay_every, progress=progress)  # fmt: skip
     else:
         names = ", ".join(target.names)
+        how = _search_label(search)
         print(
             f"fuzz: {examples} generated scenarios over {target.label} ({names}), seed {seed}, "
-            f"{workers} worker(s), {timeout:g} s per run",
+            f"{workers} worker(s), {timeout:g} s per run{how}",
             file=out,
             flush=True,
         )
         result = run_tool_campaign(target, examples, seed, workers, regressions=regressions,
-                                   timeout=timeout, progress=progress)  # fmt: skip
+                                   timeout=timeout, progress=progress, options=options,
+                                   search=search)  # fmt: skip
     if err.isatty():
         err.write("\n")
     return _verdict(result, seed, target, out)
 
 
+def _search_label(search: SearchOptions | None) -> str:
+    if search is None:
+        return ""
+    parts = [f"backend {search.backend}"] if search.backend != "hypothesis" else []
+    parts += ["coverage-guided"] if search.coverage_guided else []
+    parts += [f"database {search.database}"] if search.database else []
+    return "".join(f", {p}" for p in parts)
+
+
+def _valid_calls(stats: FuzzStats, target: ToolTarget) -> list[str]:
+    """How many valid calls each tool got (its arguments passed validation), and which none."""
+    got = ", ".join(f"{name} {stats.valid[name]}" for name in target.names if stats.valid[name])
+    none = [name for name in target.names if not stats.valid[name]]
+    lines = [f"valid calls     {got or 'none'}"]
+    if none:
+        lines.append(f"  no valid call {', '.join(none)}")
+    return lines
+
+
 def _verdict(result: CampaignResult, seed: int, target: ToolTarget | None, out: TextIO) -> int:
-    for line in result.stats.summary():
+    lines = result.stats.summary()
+    if target is not None:
+        lines[4:4] = _valid_calls(result.stats, target)
+    for line in lines:
         print(f"  {line}", file=out)
     print(
         f"  wall time       {result.elapsed:.1f}s, {result.runs_per_second:.0f} runs/s",
@@ -130,7 +158,12 @@ def command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.examples < 0 or args.workers < 1 or args.replay_every < 0 or not args.timeout > 0:
+    if (
+        args.examples < 0
+        or (args.workers is not None and args.workers < 1)
+        or args.replay_every < 0
+        or not args.timeout > 0
+    ):
         print(
             "openprogram-sim fuzz: --examples >= 0, --workers >= 1, --replay-every >= 0, "
             "--timeout > 0",
@@ -138,32 +171,90 @@ def command(args: argparse.Namespace) -> int:
         )
         return 2
     from openprogram_sim.fuzz import TargetError
+    from openprogram_sim.fuzz.tools import SearchError
     from openprogram_sim.scenario._python import PythonRefError
 
     try:
         target = _target(args)
-    except (PythonRefError, TargetError) as exc:
+        options, search = _tool_options(args, target)
+    except (PythonRefError, TargetError, SearchError, ValueError) as exc:
         print(f"openprogram-sim fuzz: {exc}", file=sys.stderr)
         return 2
     regressions = None if args.no_write else args.regressions
     return fuzz_command(
         args.examples,
         args.seed,
-        args.workers,
+        _workers(args.workers, target),
         regressions,
         replay_every=args.replay_every,
         target=target,
         timeout=args.timeout,
+        options=options,
+        search=search,
         out=sys.stdout,
         err=sys.stderr,
     )
+
+
+def _workers(given: int | None, target: ToolTarget | None) -> int:
+    """``--workers``, or its default: one for the loop campaign (one process runs it at full
+    speed), two (at most the cores) for a campaign over your tools, whose workers each wait
+    on their sandbox half the time."""
+    if given is not None:
+        return given
+    if target is None:
+        return 1
+    from openprogram_sim.fuzz.tools import DEFAULT_WORKERS
+
+    return max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1))
+
+
+_TOOL_ONLY = ("backend", "coverage_guided", "database", "setup", "teardown",
+              "unknown_tool_rate", "invalid_args_rate")  # fmt: skip
+
+
+def _tool_options(
+    args: argparse.Namespace, target: ToolTarget | None
+) -> tuple[UserOptions | None, SearchOptions | None]:
+    """The generation and search options of a campaign over your tools (checked: a
+    ``SearchError`` or ``ValueError`` says what is wrong)."""
+    defaults = {"backend": "hypothesis", "coverage_guided": False}
+    if target is None:
+        given = [n for n in _TOOL_ONLY if getattr(args, n) not in (None, [], defaults.get(n))]
+        if given:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            raise ValueError(f"{flags} apply to a campaign over your tools (--registry/--tools)")
+        return None, None
+    from openprogram_sim.fuzz.tools import SearchOptions, UserOptions
+
+    rates = {n: getattr(args, n) for n in ("unknown_tool_rate", "invalid_args_rate")}
+    options = UserOptions(**{k: v for k, v in rates.items() if v is not None})
+    search = SearchOptions(
+        backend=args.backend,
+        coverage_guided=args.coverage_guided,
+        database=args.database,
+        setup=tuple(_refs(args.setup)),
+        teardown=tuple(_refs(args.teardown)),
+    )
+    return options, search.checked()
+
+
+def _refs(values: list[str]) -> list[str]:
+    return [r.strip() for value in values for r in value.split(",") if r.strip()]
 
 
 def add_parser(sub: Any) -> None:
     fuzz = sub.add_parser("fuzz", help="generate scenarios and check the loop's invariants")
     fuzz.add_argument("--examples", type=int, default=1000, help="scenarios to run (1000)")
     fuzz.add_argument("--seed", type=int, default=0, help="campaign seed (0)")
-    fuzz.add_argument("--workers", type=int, default=1, help="processes to spread over (1)")
+    fuzz.add_argument(
+        "-j",
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes to spread over (1; with --registry/--tools: 2, at most the cores)",
+    )
     fuzz.add_argument(
         "--replay-every",
         type=int,
@@ -194,5 +285,53 @@ def add_parser(sub: Any) -> None:
         default=2.0,
         metavar="SECONDS",
         help="real time a run may take; a tool that hangs breaks the contract (2)",
+    )
+    yours.add_argument(
+        "--unknown-tool-rate",
+        type=float,
+        metavar="SHARE",
+        help="share of calls to tools that do not exist, 0 to 1 (0.05)",
+    )
+    yours.add_argument(
+        "--invalid-args-rate",
+        type=float,
+        metavar="SHARE",
+        help="share of calls with arguments invalid for the schema, 0 to 1 (0.1)",
+    )
+    yours.add_argument(
+        "--setup",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="your callable run before each generated run, pkg.module:fn (repeatable): "
+        "resets what your tools keep, as one process serves many runs",
+    )
+    yours.add_argument(
+        "--teardown",
+        action="append",
+        default=[],
+        metavar="REF",
+        help="your callable run after each generated run (repeatable)",
+    )
+    deeper = fuzz.add_argument_group(
+        "deeper search and shared campaigns", "see docs/fuzzing.md for when to use which"
+    )
+    deeper.add_argument(
+        "--backend",
+        choices=["hypothesis", "crosshair"],
+        default="hypothesis",
+        help="how choices are made: Hypothesis's random generation (hypothesis), or "
+        "CrossHair's solver (crosshair; pip install 'openprogram-sim[crosshair]')",
+    )
+    deeper.add_argument(
+        "--coverage-guided",
+        action="store_true",
+        help="steer generation toward runs that execute more lines of your tools' code",
+    )
+    deeper.add_argument(
+        "--database",
+        metavar="DIR|redis://HOST:PORT/DB",
+        help="Hypothesis example database shared by campaigns over the same tools: saved "
+        "failures replay first (redis: pip install 'openprogram-sim[redis]')",
     )
     fuzz.set_defaults(func=command)

@@ -25,6 +25,8 @@ class FuzzStats:
     """Tool results by kind: ok, tool error, unknown tool, invalid arguments, skipped."""
     tools: Counter[str] = field(default_factory=Counter)
     """Tool calls by the name called (unknown names included)."""
+    valid: Counter[str] = field(default_factory=Counter)
+    """Calls that reached the tool (its arguments valid; a result or a tool error), by name."""
     faults: Counter[str] = field(default_factory=Counter)
     """Model turns that failed, by kind."""
     ends: Counter[str] = field(default_factory=Counter)
@@ -44,7 +46,10 @@ class FuzzStats:
         for e in trace:
             kind = e["type"]
             if kind == "tool_execution_end":
-                self.results[_result_kind(e)] += 1
+                result = _result_kind(e)
+                self.results[result] += 1
+                if result in ("ok", "tool error"):
+                    self.valid[e["tool_name"]] += 1
             elif kind == "agent_end":
                 self.ends[e["reason"]] += 1
                 rounds_by_run.append(e["round"])
@@ -77,6 +82,7 @@ class FuzzStats:
         self.nested_runs += other.nested_runs
         self.results.update(other.results)
         self.tools.update(other.tools)
+        self.valid.update(other.valid)
         self.faults.update(other.faults)
         self.ends.update(other.ends)
         self.max_depth = max(self.max_depth, other.max_depth)

@@ -9,7 +9,8 @@ as a scenario file that replays the breaking call. :func:`user_scenario_strategy
 :mod:`openprogram_sim.fuzz.strategies` build on them).
 """
 
-from openprogram_sim.fuzz.tools._campaign import run_tool_campaign
+from openprogram_sim.fuzz.tools._campaign import DEFAULT_WORKERS, run_tool_campaign
+from openprogram_sim.fuzz.tools._search import BACKENDS, SearchError, SearchOptions
 from openprogram_sim.fuzz.tools._target import TargetError, ToolTarget
 from openprogram_sim.fuzz.tools._usergen import (
     USER_KINDS,
@@ -19,7 +20,11 @@ from openprogram_sim.fuzz.tools._usergen import (
 )
 
 __all__ = [
+    "BACKENDS",
+    "DEFAULT_WORKERS",
     "USER_KINDS",
+    "SearchError",
+    "SearchOptions",
     "TargetError",
     "ToolTarget",
     "UserOptions",
@@ -30,6 +35,8 @@ __all__ = [
 
 # One home per class in reprs (and pickles): the fuzz face for what it re-exports.
 UserOptions.__module__ = __name__
+SearchOptions.__module__ = __name__
+SearchError.__module__ = __name__
 for _cls in (TargetError, ToolTarget):
     _cls.__module__ = "openprogram_sim.fuzz"
 del _cls

@@ -6,7 +6,12 @@ functions included; it runs in a sandbox process (:mod:`openprogram_sim.fuzz.too
 under a real-time limit, and is checked against the loop's invariants and the tool contract
 (:mod:`openprogram_sim.fuzz.tools._contract`). Campaigns are cut into seeded chunks as the
 loop campaign is (:mod:`openprogram_sim.fuzz._chunks`), so the same seed gives the same
-campaign whatever the workers.
+campaign whatever the workers, as long as the tools keep no state between runs: each worker
+process keeps one sandbox across its chunks (a new one only after a tool broke one), and
+scenarios go to it a Hypothesis example (:data:`BATCH` scenarios) at a time. A ``setup:``
+(:class:`~openprogram_sim.fuzz.tools._search.SearchOptions`) resets what the tools keep.
+How a chunk searches (backend, coverage-guided, a shared example database) is
+:mod:`openprogram_sim.fuzz.tools._search`'s.
 
 Shrinking: Hypothesis shrinks a failing case as usual, except a hang: the hanging call is
 known from the start (the sandbox names it), and each run of a hanging case costs the whole
@@ -28,6 +33,7 @@ it. Otherwise :attr:`FuzzFailure.unexpressed` says why.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import subprocess
 import sys
@@ -37,7 +43,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Verbosity, find, settings
+from hypothesis import HealthCheck, Verbosity, find, given, settings, target
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 
 from openprogram_sim.fuzz._chunks import (
@@ -47,7 +55,6 @@ from openprogram_sim.fuzz._chunks import (
     Violation,
     plan_chunks,
     run_chunks,
-    search_chunk,
 )
 from openprogram_sim.fuzz._regression import write_document
 from openprogram_sim.fuzz._results import Breach, CampaignResult, FuzzFailure
@@ -55,6 +62,7 @@ from openprogram_sim.fuzz._schemas import valid_arguments
 from openprogram_sim.fuzz._stats import FuzzStats
 from openprogram_sim.fuzz.tools._regression import contract_document, fixed_variant
 from openprogram_sim.fuzz.tools._sandbox import RunReport, Sandbox
+from openprogram_sim.fuzz.tools._search import SearchOptions, chunk_settings, database_key
 from openprogram_sim.fuzz.tools._target import ToolTarget
 from openprogram_sim.fuzz.tools._usergen import UserOptions, user_scenario_strategy
 from openprogram_sim.play import DEADLINE_SUPPORTED as _DEADLINE
@@ -69,8 +77,17 @@ event loop, the 1 s grace after which the run's SIGALRM deadline interrupts it (
 second the run's tasks then get to end)."""
 
 BATCH = 4
-"""Scenarios per Hypothesis example (its per-example bookkeeping costs about as much as
-drawing a scenario; the shrinker drops the ones a failure does not need)."""
+"""Scenarios per Hypothesis example, sent to the sandbox in one message (Hypothesis's
+per-example bookkeeping costs about as much as drawing a scenario; the shrinker drops the
+ones a failure does not need). Coverage-guided campaigns send one: ``target()`` scores one
+run."""
+
+LINES_LABEL = "lines of your tools run"
+"""The ``target()`` label of the coverage-guided mode."""
+
+DEFAULT_WORKERS = 2
+"""Worker processes a campaign over the user's tools uses when not told (``--workers``): each
+worker draws while its sandbox runs, so two keep a 2-core machine busy."""
 
 _SHRINK_HANGS = 2
 """Hangs met while shrinking another failure before shrinking stops running cases."""
@@ -82,38 +99,34 @@ class _Job:
 
     target: ToolTarget
     options: UserOptions
-    chunks: int
+    search: SearchOptions
 
     def __call__(self, chunk: Chunk) -> ChunkResult:
         # Hypothesis also draws constants it reads from the loaded local modules (a city
         # name, a unit): a worker process loads the user's, as the caller's process has.
         self.target.imported()
-        sandbox = _sandbox_for(self.target, prefetch=chunk.index + 1 < self.chunks)
-        return _run_tool_chunk(chunk, sandbox, self.target, self.options)
+        sandbox = _kept_sandbox(self.target, lines=self.search.coverage_guided)
+        return _run_tool_chunk(chunk, sandbox, self.target, self.options, self.search)
 
 
-_SPARE: list[Sandbox] = []
-"""A started sandbox waiting for this process's next chunk (it imports the user's code while
-the current chunk runs; each chunk still gets a fresh process, so a campaign does not
-depend on which chunks a worker ran before)."""
+_KEPT: list[Sandbox] = []
+"""This process's sandbox, kept across chunks and campaigns over the same tools (it starts
+a new child itself after a tool broke one)."""
 
 
-def _sandbox_for(target: ToolTarget, *, prefetch: bool) -> Sandbox:
-    """A fresh sandbox for a chunk (the spare one when it fits), and a new spare."""
-    sandbox = _SPARE.pop() if _SPARE else None
-    if sandbox is None or sandbox.target != target:
-        if sandbox is not None:
-            sandbox.close()
-        sandbox = Sandbox(target)
-    if prefetch:
-        _SPARE.append(Sandbox(target).start())
-    return sandbox
+def _kept_sandbox(target: ToolTarget, *, lines: bool) -> Sandbox:
+    """The kept sandbox for ``target``, or a new one (closing one kept for other tools)."""
+    if _KEPT and (_KEPT[0].target != target or _KEPT[0].lines != lines):
+        _close_kept()
+    if not _KEPT:
+        _KEPT.append(Sandbox(target, lines=lines))
+    return _KEPT[0]
 
 
 @atexit.register
-def _close_spares() -> None:
-    while _SPARE:
-        _SPARE.pop().close()
+def _close_kept() -> None:
+    while _KEPT:
+        _KEPT.pop().close()
 
 
 def _breach_of(report: RunReport) -> Breach | None:
@@ -124,43 +137,62 @@ def _breach_of(report: RunReport) -> Breach | None:
 
 
 def _run_tool_chunk(
-    chunk: Chunk, sandbox: Sandbox, target: ToolTarget, options: UserOptions
+    chunk: Chunk,
+    sandbox: Sandbox,
+    tools: ToolTarget,
+    options: UserOptions,
+    search: SearchOptions,
 ) -> ChunkResult:
     stats = FuzzStats()
     state: dict[str, Any] = {"left": chunk.runs, "failure": None, "stop": False, "hangs": 0}
     start = time.perf_counter()
-    scenario = user_scenario_strategy(target, options)
+    keys = search.scenario_keys()
 
-    with sandbox:
-
-        def run_one(data: dict[str, Any]) -> None:
-            searching = state["failure"] is None
-            if searching:
-                if state["left"] <= 0:
-                    return
-                state["left"] -= 1
-            elif state["stop"]:
+    def run_batch(batch: list[dict[str, Any]]) -> None:
+        searching = state["failure"] is None
+        if searching:
+            if state["left"] <= 0:
                 return
-            report = sandbox.run(data)
-            if searching:
+            batch = batch[: state["left"]]
+        elif state["stop"]:
+            return
+        datas = [{**data, **keys} for data in batch] if keys else batch
+        reports = sandbox.run_batch(datas)
+        if search.coverage_guided:
+            target(float(max(r.lines for r in reports)), label=LINES_LABEL)
+        if searching:
+            state["left"] -= len(reports)
+            for report in reports:
                 stats.merge(report.stats or FuzzStats(runs=1))
-            if not report.violations:
-                return
-            if report.killed and not searching:  # a hang while shrinking: not worth its time
-                state["hangs"] += 1
-                state["stop"] = state["hangs"] >= _SHRINK_HANGS
-                return
-            breach = _breach_of(report)
-            state["failure"] = FuzzFailure(
-                data, report.violations, report.trace, report.model_calls, chunk.index,
-                chunk.seed, breach=breach,
-            )  # fmt: skip
-            if breach is not None and breach.kind == "hangs":
-                state["stop"] = True  # the hanging call is known: no shrinking
-            raise Violation("\n".join(report.violations))
+        report = reports[-1]
+        if not report.violations:
+            return
+        if report.killed and not searching:  # a hang while shrinking: not worth its time
+            state["hangs"] += 1
+            state["stop"] = state["hangs"] >= _SHRINK_HANGS
+            return
+        breach = _breach_of(report)
+        state["failure"] = FuzzFailure(
+            datas[len(reports) - 1], report.violations, report.trace, report.model_calls,
+            chunk.index, chunk.seed, breach=breach,
+        )  # fmt: skip
+        if breach is not None and breach.kind == "hangs":
+            state["stop"] = True  # the hanging call is known: no shrinking
+        raise Violation("\n".join(report.violations))
 
-        # Flaky: a hang is not run again while Hypothesis replays it
-        search_chunk(chunk, scenario, run_one, tolerate=(Flaky,))
+    scenarios = user_scenario_strategy(tools, options)
+
+    @hypothesis_seed(chunk.seed)
+    @chunk_settings(chunk, search)
+    @given(st.lists(scenarios, min_size=chunk.batch, max_size=chunk.batch))
+    def search_batches(batch: list[dict[str, Any]]) -> None:
+        run_batch(batch)
+
+    # One key for every campaign over these tools: they replay each other's failures.
+    search_batches._hypothesis_internal_database_key = database_key(tools)  # type: ignore[attr-defined]
+    # Flaky: a hang is not run again while Hypothesis replays it
+    with contextlib.suppress(Violation, Flaky):
+        search_batches()
     elapsed = time.perf_counter() - start
     return ChunkResult(chunk.index, chunk.seed, chunk.runs, stats, state["failure"], elapsed)
 
@@ -176,28 +208,38 @@ def run_tool_campaign(
     max_turns: int = 6,
     chunk_size: int = 512,
     progress: Progress | None = None,
+    options: UserOptions | None = None,
+    search: SearchOptions | None = None,
 ) -> CampaignResult:
     """Run ``examples`` generated scenarios over the user's tools (``target``, see
     :meth:`ToolTarget.load`), each in a sandbox process under ``timeout`` seconds of real
     time, checking the loop's invariants and the tool contract. On a failure, the case is
     shrunk and, for a contract breach, a regression file replaying the breaking call is
-    written under ``regressions`` (None: not written) and kept if it reproduces."""
+    written under ``regressions`` (None: not written) and kept if it reproduces.
+
+    ``options``: what the scenarios hold (its ``max_turns`` and ``timeout`` are replaced by
+    the arguments); ``search``: the backend, coverage-guided mode, example database and
+    ``setup:``/``teardown:`` (:class:`~openprogram_sim.fuzz.tools._search.SearchOptions`,
+    checked here: :class:`~openprogram_sim.fuzz.tools._search.SearchError` when one cannot
+    be used)."""
     if examples < 0 or workers < 1 or chunk_size < 1 or not timeout > 0 or max_turns < 1:
         raise ValueError(
             "run_tool_campaign needs examples >= 0, workers >= 1, chunk_size >= 1, "
             f"timeout > 0 and max_turns >= 1; got {examples}, {workers}, {chunk_size}, "
             f"{timeout}, {max_turns}"
         )
-    options = UserOptions(max_turns=max_turns, timeout=timeout)
-    chunks = plan_chunks(examples, seed, chunk_size, BATCH, 0)
+    options = replace(options or UserOptions(), max_turns=max_turns, timeout=timeout)
+    search = (search or SearchOptions()).checked()
+    batch = 1 if search.coverage_guided else BATCH
+    chunks = plan_chunks(examples, seed, chunk_size, batch, 0)
     try:
-        job = _Job(target, options, len(chunks))
+        job = _Job(target, options, search)
         stats, elapsed, failure = run_chunks(job, chunks, workers, progress)
     finally:
-        _close_spares()
+        _close_kept()
     result = CampaignResult(examples, seed, workers, stats, elapsed, failure)
     if failure is not None and regressions is not None:
-        _write(failure, target, regressions, seed, timeout)
+        _write(failure, target, regressions, seed, timeout, search)
     return result
 
 
@@ -223,8 +265,25 @@ def _nested_runs(failure: FuzzFailure, breach: Breach, target: ToolTarget) -> in
     return runs
 
 
+def _with_keys(document: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with ``keys`` (its ``setup:``/``teardown:``) placed before ``exec:``."""
+    if not keys:
+        return document
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        if key == "exec":
+            out.update(keys)
+        out[key] = value
+    return out
+
+
 def _write(
-    failure: FuzzFailure, target: ToolTarget, directory: str | Path, seed: int, limit: float
+    failure: FuzzFailure,
+    target: ToolTarget,
+    directory: str | Path,
+    seed: int,
+    limit: float,
+    search: SearchOptions | None = None,
 ) -> None:
     breach = failure.breach
     if breach is None or breach.call is None:
@@ -247,10 +306,12 @@ def _write(
             tries.insert(0, replace(breach, call=replace(breach.call, args=simplest)))
     problems: list[str] = []
     chosen: dict[str, Any] | None = None
+    keys = (search or SearchOptions()).scenario_keys()
     with Sandbox(target) as sandbox:
         for attempt in tries:
             document = contract_document(target, attempt, failure.violations,
                                          nested_runs=nested, limit=limit, seed=seed)  # fmt: skip
+            document = _with_keys(document, keys)
             problem, final = _check_both_sides(sandbox, document, target, breach.call.tool)
             if problem is None:
                 chosen = document

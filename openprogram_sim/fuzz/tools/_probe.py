@@ -26,6 +26,7 @@ from openprogram import current_depth
 from openprogram.tools import Tool, ToolResult
 from openprogram.types import ImageContent, TextContent
 from openprogram_sim.fuzz._results import CallRecord
+from openprogram_sim.fuzz.tools._lines import LineTracer
 
 __all__ = ["Probe", "json_problem"]
 
@@ -52,8 +53,10 @@ Marker = Callable[[CallRecord | None], None]
 class Probe:
     """Records every call of the tools it is installed on (see the module docstring)."""
 
-    def __init__(self, marker: Marker | None = None) -> None:
+    def __init__(self, marker: Marker | None = None, lines: LineTracer | None = None) -> None:
         self.records: list[CallRecord] = []
+        self.lines = lines
+        """Measures the lines of the tools' code each call runs (coverage-guided mode)."""
         self._running: list[CallRecord] = []
         self._originals: dict[int, tuple[Tool, Any]] = {}
         self._marker = marker
@@ -114,12 +117,18 @@ class Probe:
     def _wrap(self, tool: Tool, run: Any) -> Any:
         def probed(call_id: str, args: Any, cancel: Any, on_update: Any) -> Any:
             record = self._start(tool, call_id, args)
+            lines = self.lines
+            if lines is not None:
+                lines.enter()
             try:
                 value = run(call_id, args, cancel, on_update)
             except BaseException as exc:
                 self._raised(record, exc)
                 self._end(record)
                 raise
+            finally:
+                if lines is not None:
+                    lines.leave()
             if tool.is_async or hasattr(value, "__await__"):
                 return self._awaited(record, value)
             self._returned(record, value)
@@ -129,12 +138,17 @@ class Probe:
         return probed
 
     async def _awaited(self, record: CallRecord, pending: Any) -> Any:
+        lines = self.lines
+        if lines is not None:
+            lines.enter()
         try:
             value = await pending
         except BaseException as exc:
             self._raised(record, exc)
             raise
         finally:
+            if lines is not None:
+                lines.leave()
             self._end(record)
         self._returned(record, value)
         return value

@@ -6,8 +6,12 @@ without a timeout, a busy loop, a nested exec waiting on one) blocks the event l
 would enforce it. So the runs happen in a child process: the parent sends a scenario,
 waits at most the run's limit plus the runner's grace, and on silence kills the child,
 reporting the hang with the call that was running (the child keeps the innermost running
-call in a small marker file as calls start and end). The next run starts a new child. The
-child keeps :func:`~openprogram_sim.play.run_scenario`'s SIGALRM deadline off (it
+call in a small marker file as calls start and end). The next run starts a new child; until
+a tool breaks one (a hang past its limit, a crash, a broken pipe), one child serves every
+run, and the campaign keeps it across chunks. Scenarios go to the child in batches
+(:meth:`Sandbox.run_batch`): one message out, and one answer back per scenario as it ends,
+so each run keeps its own limit and a batch stops at its first broken run. The child
+keeps :func:`~openprogram_sim.play.run_scenario`'s SIGALRM deadline off (it
 ignores SIGALRM): the kill also stops what that deadline cannot interrupt (C code, a tool
 that swallows the interrupt), and names the call with its arguments.
 
@@ -39,6 +43,7 @@ from openprogram import ToolRegistry
 from openprogram.tools import Tool, as_tool
 from openprogram_sim.fuzz._results import Breach, CallRecord
 from openprogram_sim.fuzz._stats import FuzzStats
+from openprogram_sim.fuzz.tools._lines import LineTracer, tool_files
 from openprogram_sim.fuzz.tools._probe import Probe
 from openprogram_sim.fuzz.tools._target import ToolTarget
 from openprogram_sim.play import GRACE_SECONDS as _RUNNER_GRACE
@@ -68,6 +73,10 @@ class RunReport:
     trace: list[dict[str, Any]] = field(default_factory=list)
     """The run's trace (sent only when something broke)."""
     model_calls: int = 0
+    lines: int = 0
+    """Lines of the user's tool code the run executed (coverage-guided mode; else 0)."""
+    new_lines: int = 0
+    """Of those, lines no earlier run in this sandbox had reached."""
     killed: bool = False
     """The child did not answer within the limit (or died) and was killed."""
     passed: bool | None = None
@@ -83,8 +92,10 @@ class Sandbox:
     The child is a fresh ``python`` running :func:`main` (not a ``multiprocessing`` child,
     which would re-import the caller's main module), talking over a socket pair."""
 
-    def __init__(self, target: ToolTarget) -> None:
+    def __init__(self, target: ToolTarget, *, lines: bool = False) -> None:
         self.target = target
+        self.lines = lines
+        """Measure the lines of the tools' code each run executes (:mod:`._lines`)."""
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._marker: str | None = None
@@ -118,7 +129,7 @@ class Sandbox:
         )
         theirs.close()
         self._conn = Connection(ours.detach())
-        self._conn.send((self.target, list(sys.path)))
+        self._conn.send((self.target, list(sys.path), self.lines))
         self._fresh = True
         self.starts += 1
         return self._conn
@@ -156,22 +167,51 @@ class Sandbox:
             f"the fuzz sandbox did not start (exit code {code}; its error, if any, is above)"
         )
 
+    def _send(self, message: tuple[str, Any]) -> Connection:
+        """Send ``message`` to a ready child; a child found dead (a broken pipe: a tool's
+        thread ended it between runs) is replaced once."""
+        for attempt in (1, 2):
+            conn = self._start()
+            if self._fresh:
+                self._ready(conn)
+            try:
+                conn.send(message)
+                return conn
+            except OSError:
+                if attempt == 2:
+                    raise
+                self._stop()
+        raise AssertionError("unreachable")
+
+    def _answers(self, conn: Connection, datas: list[dict[str, Any]]) -> list[RunReport]:
+        reports: list[RunReport] = []
+        for data in datas:
+            limit = float(data.get("timeout", 5.0))
+            try:
+                if conn.poll(limit + _RUNNER_GRACE + KILL_MARGIN):
+                    answer, last = conn.recv()
+                    if isinstance(answer, str):  # the sandbox itself failed: not the user's bug
+                        raise RuntimeError(f"the fuzz sandbox failed:\n{answer}")
+                    reports.append(answer)
+                    if last:
+                        break
+                    continue
+                how = "did not end"
+            except (EOFError, OSError):
+                how = "ended its process"
+            reports.append(self._killed(how, limit))
+            break
+        return reports
+
     def _ask(self, kind: str, data: dict[str, Any], limit: float) -> RunReport:
-        conn = self._start()
-        if self._fresh:
-            self._ready(conn)
-        conn.send((kind, data))
-        wait = limit + _RUNNER_GRACE + KILL_MARGIN
-        try:
-            if conn.poll(wait):
-                answer: RunReport | str = conn.recv()
-                if isinstance(answer, str):  # the sandbox itself failed: not the user's bug
-                    raise RuntimeError(f"the fuzz sandbox failed:\n{answer}")
-                return answer
-            how = "did not end"
-        except (EOFError, OSError):
-            how = "ended its process"
-        return self._killed(how, limit)
+        return self._answers(self._send((kind, [data])), [data])[0]
+
+    def run_batch(self, datas: list[dict[str, Any]]) -> list[RunReport]:
+        """Run the scenario dicts ``datas`` in order, checking invariants and the contract;
+        the reports up to the first run that broke something (which is the last one)."""
+        if not datas:
+            return []
+        return self._answers(self._send(("run", datas)), datas)
 
     def _killed(self, how: str, limit: float) -> RunReport:
         record = _read_marker(self._marker)
@@ -195,7 +235,7 @@ class Sandbox:
 
     def run(self, data: dict[str, Any]) -> RunReport:
         """Run the scenario dict ``data``; check invariants and the contract."""
-        return self._ask("run", data, float(data.get("timeout", 5.0)))
+        return self.run_batch([data])[0]
 
     def verdict(self, data: dict[str, Any]) -> RunReport:
         """Run the scenario dict ``data`` and check it against its own ``expect:``."""
@@ -238,23 +278,31 @@ def _user_tools(target: ToolTarget) -> Iterator[Tool]:
 
 
 def _serve(conn: Connection, marker_fd: int) -> None:
-    target, path = conn.recv()
+    target, path, measure = conn.recv()
     sys.path[:] = list(dict.fromkeys([*path, *sys.path]))
-    probe = Probe(_marker_writer(marker_fd))
-    probe.install(_user_tools(target))
+    tools = list(_user_tools(target))
+    lines = LineTracer(tool_files(t.ref for t in target.tools)) if measure else None
+    probe = Probe(_marker_writer(marker_fd), lines)
+    probe.install(tools)
     conn.send("ready")
     while True:
         try:
-            kind, data = conn.recv()
+            kind, datas = conn.recv()
         except EOFError:
             return
         if kind == "close":
             return
-        try:
-            answer: RunReport | str = _answer(kind, data, probe)
-        except Exception:  # a bug of the fuzzer's own, sent back whole
-            answer = traceback.format_exc()
-        conn.send(answer)
+        for i, data in enumerate(datas):
+            try:
+                answer: RunReport | str = _answer(kind, data, probe)
+            except Exception:  # a bug of the fuzzer's own, sent back whole
+                answer = traceback.format_exc()
+            if lines is not None and isinstance(answer, RunReport):
+                answer.lines, answer.new_lines = lines.take()
+            last = i == len(datas) - 1 or isinstance(answer, str) or bool(answer.violations)
+            conn.send((answer, last))
+            if last:
+                break
 
 
 def _answer(kind: str, data: dict[str, Any], probe: Probe) -> RunReport:
