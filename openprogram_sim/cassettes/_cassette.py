@@ -24,7 +24,13 @@ from openprogram_sim.cassettes._codec import max_body as limit_of
 from openprogram_sim.cassettes._format import EXTRA, SERIALIZER, body_kind, split_events
 from openprogram_sim.cassettes._match import DEFAULT_IGNORE, body_of
 from openprogram_sim.cassettes._persist import Persister
-from openprogram_sim.cassettes._secrets import Scrubber, known_secrets
+from openprogram_sim.cassettes._secrets import (
+    REDACTED,
+    SECRET_ENV_VARS,
+    Scrubber,
+    known_secrets,
+    secret_sources,
+)
 from openprogram_sim.errors import CassetteError, CassetteMismatchError
 from openprogram_sim.trace import IgnoreList, differences, show_value
 
@@ -181,6 +187,9 @@ class Cassette:
         self.record_with = record_with or 'record_mode="all"'
         self.max_body = limit_of(max_body)
         self.scrubber = Scrubber(known_secrets(secrets))
+        self.scrubbed_env: set[str] = set()
+        """The secret environment variables whose values were scrubbed from request bodies
+        (their names are kept in the cassette, for a replay that no longer matches)."""
         self.mismatches: list[str] = []
         """The message of every request the cassette could not answer."""
         self.requests = 0
@@ -239,6 +248,9 @@ class Cassette:
     def save(self) -> None:
         """Write the cassette if anything was recorded (scrubbed, scanned, atomic)."""
         if self._vcr is not None:
+            if self.scrubbed_env and self._vcr.dirty and self.recording:
+                known = set(self.metadata.get("secrets_from_env") or [])
+                self.describe(secrets_from_env=sorted(known | self.scrubbed_env))
             self._vcr._save()  # vcrpy's own save, as its context manager calls it
 
     # -- what a request gets -----------------------------------------------------------
@@ -357,7 +369,9 @@ class Cassette:
         if getattr(request, "_op_body_scrubbed", False) or getattr(request, "_op_from_file", False):
             return request
         raw = request.body if isinstance(request.body, bytes) else None
-        if raw and self.scrubber.holds_secret(raw.decode("utf-8", "surrogateescape")):
+        text = raw.decode("utf-8", "surrogateescape") if raw else ""
+        if raw and self.scrubber.holds_secret(text):
+            self.scrubbed_env.update(secret_sources(text))
             request.body = self._scrub_body(raw)
             request._op_body = None  # it may have been parsed before: parse it again
         request._op_body_scrubbed = True
@@ -418,13 +432,55 @@ class Cassette:
                 lines.append(f"  {label}: recorded {recorded}, sent {sent}")
             if len(diffs) > 4:
                 lines.append(f"  ... and {len(diffs) - 4} more difference(s)")
+        advice = None
+        if closest is not None:
+            advice = self._unset_secret_advice(self.vcr.data[closest[0]][0], request)
+            if advice:
+                lines.append(advice)
         ignored = ", ".join(self.ignore.patterns) or "nothing"
         lines.append(f"matched on method, path and JSON body (ignored: {ignored})")
         lines.append(self.rerecord_advice())
         fields = [label for label, _, _ in diffs if label.startswith("$")]
-        if fields and not (closest and closest[2]):  # an unplayed one differs in a field
+        if fields and not advice and not (closest and closest[2]):  # an unplayed one differs
             lines.append(_ignore_advice(fields[0]))
         return "\n".join(lines)
+
+    def _unset_secret_advice(self, stored: VcrRequest, live: VcrRequest) -> str | None:
+        """When the recorded request differs where it holds ``<redacted>`` (a secret
+        scrubbed by its value), why: the variable that held it is not set here, so the
+        request sent is not scrubbed alike. None when no such difference."""
+        places = [
+            d.path
+            for d in differences(self._compared(stored), self._compared(live))
+            if isinstance(d.recorded, str) and REDACTED in d.recorded
+        ]
+        if not places:
+            return None
+        named = [str(n) for n in self.metadata.get("secrets_from_env") or []]
+        where = f"the recording holds {REDACTED} at {places[0]}, a secret scrubbed by its value"
+        again = "or keep the secret out of the request and record the cassette again"
+        if not named:
+            unset = [n for n in SECRET_ENV_VARS if not os.environ.get(n, "").strip()]
+            return (
+                f"{where} (the cassette does not say which variable held it); of the "
+                f"variables whose values are scrubbed, {', '.join(unset) or 'none'} "
+                f"{'is' if len(unset) == 1 else 'are'} not set here: set the one that held "
+                f"it to the value it had when the cassette was recorded, {again}"
+            )
+        where += f" (the value of {' or '.join(named)} when it was recorded)"
+        unset = [n for n in named if not os.environ.get(n, "").strip()]
+        if not unset:
+            return (
+                f"{where}; the request sent does not hold that value now: set "
+                f"{' or '.join(named)} to the value it had when the cassette was recorded, "
+                f"{again}"
+            )
+        return (
+            f"{where}; {' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set "
+            "here, so the request sent cannot be scrubbed alike and does not match: set "
+            f"{' and '.join(unset)} to the value it had when the cassette was recorded (in CI, "
+            f"from its secret store), {again}"
+        )
 
     def rerecord_advice(self) -> str:
         """What to do when the session no longer matches the recording: record it again."""

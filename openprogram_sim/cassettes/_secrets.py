@@ -45,6 +45,7 @@ __all__ = [
     "Scrubber",
     "find_secrets",
     "known_secrets",
+    "secret_sources",
 ]
 
 REDACTED = "<redacted>"
@@ -212,6 +213,18 @@ def known_secrets(extra: Iterable[str] = ()) -> set[str]:
     values = {os.environ.get(name, "").strip() for name in SECRET_ENV_VARS}
     values.update(v.strip() for v in extra)
     return {v for v in values if len(v) >= _MIN_SECRET}
+
+
+def secret_sources(text: str) -> list[str]:
+    """The variables of :data:`SECRET_ENV_VARS` whose value (in any of its forms) ``text``
+    holds: what a cassette names when it scrubbed them, so a replay where one is unset can
+    say why a request no longer matches."""
+    found = []
+    for name in SECRET_ENV_VARS:
+        value = os.environ.get(name, "").strip()
+        if len(value) >= _MIN_SECRET and any(form in text for form in _forms(value)):
+            found.append(name)
+    return found
 
 
 def _forms(secret: str) -> set[str]:

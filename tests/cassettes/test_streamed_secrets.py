@@ -10,10 +10,13 @@ import base64
 import json
 
 import pytest
+from cassette_support import MODELS, record, set_secrets
 from upstream import Answer, record_raw, sse
 from vcr.request import Request
 
 from openprogram_sim.cassettes import SERIALIZER, Cassette, Persister, SecretLeakError
+from openprogram_sim.play import run_scenario, serve_scenario
+from openprogram_sim.scenario import parse_scenario
 
 # 48 random-looking characters after the prefix, built so no literal has a key's shape
 KEY = "sk-" + "proj-" + "Ab3De6Gh9Jk2Mn5Pq8St1Vw4Yz7Bc0Ef3Hi6Kl9No2Qr5Tu8"
@@ -170,3 +173,52 @@ def test_the_final_scan_reads_the_stitched_decoded_stream(tmp_path) -> None:
             "reads it (its events decoded and joined)"
         ) in str(caught.value)
         assert not path.exists()
+
+
+LEAKY = f"""\
+scenario: a tool reads a config that holds the gateway key
+tools:
+  read_config:
+    returns: "token={GATEWAY}"
+exec:
+  content: "What is in the config?"
+  tools: [read_config]
+model:
+  - tool_calls: [{{read_config: {{}}}}]
+  - text: "It holds a token."
+expect:
+  result: "It holds a token."
+"""
+
+
+def test_a_replay_where_the_scrubbed_variable_is_unset_names_it(tmp_path, monkeypatch) -> None:
+    """Issue 23, item 12: a key with no shape is scrubbed by its value, as ``<redacted>``;
+    where its variable is unset, the request sent holds the value and cannot match: the
+    mismatch says which variable and what to do."""
+    set_secrets(monkeypatch)
+    monkeypatch.setenv("OPENAI_API_KEY", GATEWAY)
+    scenario = parse_scenario(LEAKY, "leaky.yaml")
+    path = tmp_path / "c.yaml"
+    with serve_scenario(scenario) as server:
+        assert record(scenario, "openai-chat", server, path).error is None
+    stored = path.read_text(encoding="utf-8")
+    assert GATEWAY not in stored and "token=<redacted>" in stored
+    assert "secrets_from_env:\n    - OPENAI_API_KEY\n" in stored  # the name, never the value
+
+    monkeypatch.delenv("OPENAI_API_KEY")  # as in CI, where the key is not given
+    cassette = Cassette(path).load()
+    outcome = run_scenario(scenario, cassette.provider(MODELS["openai-chat"]))
+    assert outcome.error is not None
+    assert (
+        "the recording holds <redacted> at $.messages[2].content, a secret scrubbed by its "
+        "value (the value of OPENAI_API_KEY when it was recorded); OPENAI_API_KEY is not set "
+        "here, so the request sent cannot be scrubbed alike and does not match: set "
+        "OPENAI_API_KEY to the value it had when the cassette was recorded (in CI, from its "
+        "secret store), or keep the secret out of the request and record the cassette again"
+    ) in cassette.problems()[0]
+    assert "leave it out of matching" not in cassette.problems()[0]  # not the fix here
+
+    monkeypatch.setenv("OPENAI_API_KEY", GATEWAY)  # the fix the message gives
+    cassette = Cassette(path).load()
+    outcome = run_scenario(scenario, cassette.provider(MODELS["openai-chat"]))
+    assert outcome.result == "It holds a token." and cassette.problems() == []
