@@ -4,14 +4,18 @@ rules in scenario files (file:line) and their mistakes caught when the file load
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+import yaml
 from _support import make_runtime, tool
 
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.play import check_outcome, run_scenario
-from openprogram_sim.scenario import parse_scenario
+from openprogram_sim.scenario import json_schema, parse_scenario
 from openprogram_sim.trace import RULES, assert_properties, check_properties
 
 RESULTS = {"ask_user": "no, don't send it", "lookup_order": "order 7: paid"}
@@ -283,3 +287,23 @@ def test_a_bad_rule_is_named_with_its_line_when_the_file_loads(rules: str, error
     with pytest.raises(ScenarioError) as info:
         parse_scenario(text, "refund.yaml")
     assert [str(i) for i in info.value.issues] == [error]
+
+
+def test_the_json_schema_describes_every_rule_and_mode_and_holds_the_library() -> None:
+    root = Path(__file__).resolve().parents[2]
+    schema = json_schema()
+    assert json.loads((root / "schema" / "scenario.schema.json").read_text()) == schema
+    rules = schema["$defs"]["PropertyRule"]["properties"]
+    assert list(rules) == list(RULES)
+    for name, rule in rules.items():
+        assert rule["description"].startswith(" ".join(RULES[name].doc.split())), name
+        assert f"Example: {{{name}: " in rule["description"], name
+    modes = schema["$defs"]["Trajectory"]["properties"]["mode"]
+    assert modes["enum"] == ["exact", "in_order", "any_order", "subset", "superset"]
+    assert all(f"{mode}:" in modes["description"] for mode in modes["enum"])
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in sorted((root / "scenarios" / "trajectories").glob("*.yaml")):
+        assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == [], path.name
+    wrong = {"at_most": {"tool": "search"}}  # no times
+    assert not validator.is_valid({"scenario": "x", "exec": {"content": "a"}, "model": [],
+                                   "expect": {"properties": [wrong]}})  # fmt: skip
