@@ -572,14 +572,14 @@ class TrajectoryResult:
         specs = [s for g in self.expected for s in g]
         used = set(self.matched.values())
         total = len(specs)
-        for spec in specs:
-            if spec.number not in self.matched:
+        for spec in specs:  # an allow-list (subset) need not be used up
+            if spec.number not in self.matched and self.spec.mode != "subset":
                 at = line(spec.item, spec.member) if line is not None else None
                 lines.extend(self._missing(spec, total, used, at))
         if self.spec.mode in ("exact", "any_order", "subset"):
             for k, call in enumerate(self.calls):
                 if k not in used:
-                    lines.append(f"unexpected call: {call.render()}")
+                    lines.extend(self._unexpected(call))
         lines.extend(self._listing(used))
         return "\n".join(lines)
 
@@ -614,16 +614,26 @@ class TrajectoryResult:
         want = spec.wanted()
         best = min(same, key=lambda k: (k in used, len(list(unmatched(want, self.calls[k].args)))))
         call = self.calls[best]
-        lines = [head, f"  closest actual call: {call.render()}"]
-        rows = [("field", "expected", "actual", "")]
-        for place in list(unmatched(want, call.args, ("args",)))[:10]:
-            expected, actual = describe_pair(place.expected, place.actual, CELL)
-            rows.append((path_text(place.path)[2:], expected, actual, "<- differs"))
-        widths = [max(len(r[c]) for r in rows) for c in range(3)]
-        for r in rows:
-            text = "  ".join(r[c].ljust(widths[c]) for c in range(3)) + "  " + r[3]
-            lines.append(("    " + text).rstrip())
-        return lines
+        return [head, f"  closest actual call: {call.render()}", *_table(want, call)]
+
+    def _unexpected(self, call: TraceCall) -> list[str]:
+        """An unexpected call; in an allow-list (subset), the closest entry of its tool and
+        the argument paths that differ."""
+        lines = [f"unexpected call: {call.render()}"]
+        specs = [s for g in self.expected for s in g if s.name == call.name]
+        if self.spec.mode != "subset" or not specs:
+            return lines
+        taken = [s for s in specs if s.fits(call)]
+        if taken:
+            numbers = ", ".join(str(s.number) for s in taken)
+            return [
+                *lines,
+                f"  expected call(s) {numbers} allow it but matched other calls: an entry "
+                "allows one call (list it again to allow another)",
+            ]
+        spec = min(specs, key=lambda s: len(list(unmatched(s.wanted(), call.args))))
+        lines.append(f"  closest expected call {spec.number}: {spec.describe()}")
+        return lines + _table(spec.wanted(), call)
 
     def _listing(self, used: set[int]) -> list[str]:
         depth = self.spec.depth
@@ -638,6 +648,21 @@ class TrajectoryResult:
         if len(self.calls) > 30:
             lines.append(f"  ... and {len(self.calls) - 30} more")
         return lines
+
+
+def _table(want: Any, call: TraceCall) -> list[str]:
+    """Expected and actual arguments side by side, at the paths where they differ."""
+    rows = [("field", "expected", "actual", "")]
+    for place in list(unmatched(want, call.args, ("args",)))[:10]:
+        expected, actual = describe_pair(place.expected, place.actual, CELL)
+        rows.append((path_text(place.path)[2:], expected, actual, "<- differs"))
+    if len(rows) == 1:
+        return []
+    widths = [max(len(r[c]) for r in rows) for c in range(3)]
+    return [
+        ("    " + "  ".join(r[c].ljust(widths[c]) for c in range(3)) + "  " + r[3]).rstrip()
+        for r in rows
+    ]
 
 
 def match_trajectory(

@@ -151,13 +151,28 @@ def test_subset_fails_on_a_call_not_allowed() -> None:
     assert failure(trace, ["search", "answer"], mode="subset") == (
         "trajectory (subset) did not match: score 0.50, min_score 1.0\n"
         "  score 0.50 (precision); precision 1/2 = 0.50, recall 1/2 = 0.50, F1 0.50\n"
-        "  expected call 2 of 2 had no match: answer\n"
-        "    no call of answer was made\n"
         '  unexpected call: #14 send_email({"to": "boss"}) d0 r2\n'
         "  calls made at depth 0, by round:\n"
         '    #6 search({"q": "a"}) d0 r1  <- expected call 1\n'
         '    #14 send_email({"to": "boss"}) d0 r2'
     )
+
+
+def test_subset_names_the_closest_allowed_call_and_a_call_allowed_once() -> None:
+    trace = trace_of([{"search": {"q": "a"}}], [{"search": {"q": "a"}}], [{"fetch": {}}])
+    message = failure(trace, [{"search": {"q": "a"}}, {"fetch": {"q": "x"}}], mode="subset")
+    assert message.splitlines()[1:10] == [
+        "  score 0.33 (precision); precision 1/3 = 0.33, recall 1/2 = 0.50, F1 0.40",
+        '  unexpected call: #14 search({"q": "a"}) d0 r2',
+        "    expected call(s) 1 allow it but matched other calls: an entry allows one call "
+        "(list it again to allow another)",
+        "  unexpected call: #22 fetch({}) d0 r3",
+        '    closest expected call 2: fetch {q: "x"}',
+        "      field   expected  actual",
+        '      args.q  "x"       (absent)  <- differs',
+        "  calls made at depth 0, by round:",
+        '    #6 search({"q": "a"}) d0 r1  <- expected call 1',
+    ]
 
 
 def test_superset_must_include_and_allows_more() -> None:
