@@ -300,6 +300,18 @@ def test_a_bare_name_matches_any_arguments_and_an_empty_mapping_none_in_exact() 
     assert not match_trajectory(trace, [{"search": {}}], args="exact").passed
 
 
+def test_matchers_work_on_the_arguments_and_on_each_one() -> None:
+    trace = trace_of([{"search": {"q": "weather in Paris", "city": "Paris"}}])
+    holds = [
+        {"search": {"$subset": {"q": {"$regex": "^weather"}}}},
+        {"search": {"q": {"$in": ["weather in Paris", "x"]}, "city": {"$any": True}}},
+        {"search": {"q": {"$contains": "Paris"}, "city": "Paris"}, "args_mode": "exact"},
+    ]
+    for call in holds:
+        assert match_trajectory(trace, [call]).passed, call
+    assert not match_trajectory(trace, [{"search": {"q": {"$json": True}}}]).passed
+
+
 # -- scenario files ----------------------------------------------------------------------
 
 NESTED = """\
