@@ -202,11 +202,14 @@ def _check_one(
     rules: list[dict[str, Any]],
     rule_lines: list[str],
     trajectory: tuple[Trajectory, _Yaml, tuple[Any, ...]] | None,
-) -> list[Failure]:
+) -> tuple[list[Failure], str]:
+    """The failures of one trace, and its trajectory's score (``""`` without one)."""
     failures: list[Failure] = []
+    score = ""
     if trajectory is not None:
         spec, doc, base = trajectory
         result = match_trajectory(trace, spec)
+        score = f"  (trajectory score {result.score:.2f})"
         if not result.passed:
 
             def line(item: int, member: int | None) -> int | None:
@@ -226,7 +229,7 @@ def _check_one(
                     rule_lines[i],
                 )
             )
-    return failures
+    return failures, score
 
 
 def command(args: argparse.Namespace) -> int:
@@ -249,8 +252,8 @@ def command(args: argparse.Namespace) -> int:
         return 2
     failed = 0
     for name, trace in traces:
-        failures = _check_one(trace, rules, lines, trajectory)
-        print(f"{'FAIL' if failures else 'PASS'}  {name}")
+        failures, score = _check_one(trace, rules, lines, trajectory)
+        print(f"{'FAIL' if failures else 'PASS'}  {name}{score}")
         if failures:
             failed += 1
             print("\n".join(f"  {line}" for line in render_failures(failures).splitlines()))

@@ -68,7 +68,7 @@ def test_a_run_json_is_checked_with_the_same_verdict_as_the_scenario(files: Path
     assert (result.returncode, result.stderr) == (1, "")
     assert result.stdout == "\n".join(
         [
-            "FAIL  run.json: search.yaml",
+            "FAIL  run.json: search.yaml  (trajectory score 0.67)",
             "  - trajectory (in_order) did not match: score 0.67, min_score 1.0",
             "    at trajectory.yaml:1",
             "    score 0.67 (recall); precision 2/3 = 0.67, recall 2/3 = 0.67, F1 0.67",
@@ -96,6 +96,14 @@ def test_a_trace_that_holds_exits_0(files: Path) -> None:
         0,
         "PASS  run.json: search.yaml\n\n1 trace(s) checked against 2 properties: 1 held, "
         "0 failed\n",
+    )
+    (files / "trajectory.yaml").write_text(TRAJECTORY + "min_score: 0.6\n")
+    result = run_cli("check", "run.json", "--trajectory", "trajectory.yaml", cwd=files)
+    # recall 2/3 = 0.67 >= 0.6: it holds, and the score is shown
+    assert (result.returncode, result.stdout) == (
+        0,
+        "PASS  run.json: search.yaml  (trajectory score 0.67)\n\n1 trace(s) checked against "
+        "a trajectory: 1 held, 0 failed\n",
     )
 
 
