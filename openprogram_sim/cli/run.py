@@ -122,7 +122,9 @@ def run_paths(
     ``before_each`` is called with each file just before it runs (``--coverage-source``
     switches its coverage context there); ``on_skip(path, reason)`` is told of each file
     under a folder that is not a scenario (a cassette) and is left alone. Files that do not
-    load are always reported."""
+    load are always reported; the Python a file names is imported only when it runs, after
+    the filters (a file filtered out imports nothing), and one whose Python does not import,
+    or is refused, is reported as a file that does not load."""
     files = discover(list(paths), on_skip=on_skip)
     base = Path.cwd().resolve()
     results: list[ScenarioResult] = []

@@ -5,8 +5,9 @@ The callables are imported when the run starts (a file that is only collected, o
 out, imports nothing for them), from the folders the loader resolved the file's Python from.
 Each may be sync or async; a parameter named like one of the scenario's ``fixtures:`` gets
 that fixture's value. Teardown runs after every run that set up, whatever its end. A hook
-that cannot be imported, or raises, is a :class:`HookFailure`: the scenario fails with it,
-the traceback trimmed to the user's frames.
+that cannot be imported, is a standard-library or builtin callable the project does not
+allow (``[tool.openprogram] allow-stdlib-callables``), or raises, is a :class:`HookFailure`:
+the scenario fails with it, the traceback trimmed to the user's frames.
 """
 
 from __future__ import annotations

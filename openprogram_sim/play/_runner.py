@@ -327,6 +327,11 @@ async def arun_scenario(
     scenario's ``setup:`` runs before the exec and its ``teardown:`` after it, within the
     time limit.
 
+    The user's Python the scenario names (``python:``, ``registry:``, ``call:``) is imported
+    here, before the run starts, not when the file loaded: a reference that does not import,
+    is not what its key needs, or is a standard-library callable the project does not allow
+    raises :class:`~openprogram_sim.errors.ScenarioError`, naming the file and line.
+
     The scenario's ``timeout:`` is kept by this loop alone (the run is aborted, then
     cancelled): a tool that blocks the loop holds the run, and the caller, past it. The
     loop is the caller's, so no signal is used here; :func:`run_scenario` adds one.

@@ -8,8 +8,10 @@ the caller (``openprogram-sim run --pythonpath DIR``; under pytest, pytest's own
 its front, and stay there: imported modules stay imported, as they do under pytest.
 
 A reference that cannot be resolved is a :class:`PythonRefError` whose message names the
-module that failed and the exception (the loader turns it into the file's error, with the
-line of the reference).
+module that failed and the exception (the run turns it into the file's error, with the line
+of the reference: see :mod:`._resolve`). A scenario file may not name a standard-library or
+builtin callable unless the same ``[tool.openprogram]`` table lists it under
+:data:`STDLIB_SETTING` (:func:`refuse_stdlib`).
 """
 
 from __future__ import annotations
