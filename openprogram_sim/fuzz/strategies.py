@@ -16,8 +16,9 @@ and a bad one raises :class:`hypothesis.errors.InvalidArgument` at once::
 **Your own tools.** :func:`tool_calls` and :func:`scenarios` take your tools first (a
 ``ToolRegistry``, a list of ``@function``/``@agentic_function`` tools, or their
 ``"pkg.module:attr"`` references): calls to them with arguments drawn from their real JSON
-Schemas (``hypothesis-jsonschema``: numbers and their bounds, enums, nested objects,
-arrays, ``anyOf``, formats), valid or invalid as asked, and whole scenarios that run them::
+Schemas (numbers and their bounds, enums, nested objects, arrays, ``anyOf``, patterns,
+formats; the values where bugs live mixed in: small integers, bounds, empty and non-ASCII
+text, your own literals), valid or invalid as asked, and whole scenarios that run them::
 
     from weather_agent.tools import convert, get_weather, registry
 
@@ -179,14 +180,22 @@ def tool_arguments(
     schema: Mapping[str, Any], *, valid: bool | None = True
 ) -> st.SearchStrategy[Any]:
     """Arguments for a tool whose parameters have the JSON Schema ``schema``, drawn from the
-    schema itself by ``hypothesis-jsonschema``: instances of it (``valid=True``; objects with
-    ``properties`` drawn without undeclared keys), or (``valid=False``) arguments the tool
-    layer rejects: an object with one defect (a property breaking its own schema, a
-    required key missing, an undeclared key where ``additionalProperties`` is false) or
-    text that is not a JSON object (a ``str``); ``valid=None``: either, mostly valid."""
+    schema itself (the subset tool schemas use, see docs/fuzzing.md; any other keyword
+    raises :class:`~hypothesis.errors.InvalidArgument` naming it): instances of it
+    (``valid=True``; objects with ``properties`` drawn without undeclared keys; small
+    integers, bounds, edge sizes, empty, whitespace and non-ASCII text, ``default`` and
+    ``examples`` mixed in), or (``valid=False``) arguments the tool layer rejects: an object
+    with one defect (a property breaking its own schema, a required key missing, an
+    undeclared key where ``additionalProperties`` is false) or text that is not a JSON
+    object (a ``str``); ``valid=None``: either, mostly valid."""
     if not isinstance(schema, Mapping) or schema.get("type", "object") != "object":
         raise InvalidArgument(f"schema={schema!r} must be a JSON Schema of type object")
-    return _schemas.arguments(schema, _check_valid(valid))
+    checked = _check_valid(valid)
+    try:
+        _schemas.check_schema(schema)
+    except _schemas.UnsupportedSchema as exc:
+        raise InvalidArgument(f"schema: {exc}") from None
+    return _schemas.arguments(schema, checked)
 
 
 def toolboxes(
@@ -390,7 +399,10 @@ def _user_options(options: dict[str, Any]) -> UserOptions:
             f"unknown option(s) {', '.join(unknown)} for scenarios over your tools; use "
             f"{', '.join(sorted(allowed))}"
         )
-    chosen = UserOptions(**options)
+    try:
+        chosen = UserOptions(**options)
+    except ValueError as exc:
+        raise InvalidArgument(str(exc)) from None
     _check_range("min_turns", chosen.min_turns, 0)
     _check_range("max_turns", chosen.max_turns, 0, 200)
     _check_order("min_turns", chosen.min_turns, "max_turns", chosen.max_turns)
@@ -421,6 +433,9 @@ def scenarios(registry_or_tools: Any = None, /, **options: Any) -> st.SearchStra
     gated tools' variables set with ``env:``, and a script that ends on text replies enough
     for nested runs to finish; options ``min_turns`` (1), ``max_turns`` (6), ``max_calls``
     (3), ``kinds`` (text, calls, error, aborted, truncate, raise), ``valid`` (None),
-    ``unknown`` (True), ``max_steering`` (1), ``max_follow_ups`` (1) and ``timeout`` (2.0
-    seconds of real time per run, the scenario's ``timeout:``)."""
+    ``unknown`` (True), ``max_steering`` (1), ``max_follow_ups`` (1), ``timeout`` (2.0
+    seconds of real time per run, the scenario's ``timeout:``), ``unknown_tool_rate``
+    (0.05: the share of calls to tools that do not exist) and ``invalid_args_rate`` (0.1:
+    the share with invalid arguments). A tool whose schema uses a keyword outside the
+    supported subset is left out (see docs/fuzzing.md)."""
     return scenario_dicts(registry_or_tools, **options).map(Scenario.model_validate)

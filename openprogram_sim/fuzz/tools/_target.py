@@ -8,20 +8,31 @@ definitions (``{name: {parameters: ...}}``). Generated calls need only the names
 schemas; a generated *scenario* also needs references, since a scenario names the user's
 Python by import path (``registry:`` or ``tools: {name: {python: ...}}``), so an object
 defined where nothing can import it is refused with a message saying what to do.
+
+A target also carries what generated arguments mix in: each tool's *literals*, the numbers
+and quoted strings of its description and parameter descriptions, and the values the
+user's own scenario files pass to it (the ``scenarios/`` folders beside the tools' module,
+up to the project's ``pyproject.toml``, and any given to :meth:`ToolTarget.load`). A tool
+whose schema uses what the strategies cannot draw (:mod:`openprogram_sim.fuzz._schemas`)
+is left out and listed in :attr:`ToolTarget.skipped` with the keyword; a target whose
+every tool is left out is refused.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import yaml
+
 from openprogram import ToolRegistry
 from openprogram.errors import ToolEntryError
 from openprogram.tools import Tool, as_tool
+from openprogram_sim.fuzz import _schemas, _values
 from openprogram_sim.scenario import import_ref, import_roots, ref_of
 
 __all__ = ["ENV_PLACEHOLDER", "TargetError", "ToolInfo", "ToolTarget"]
@@ -48,6 +59,9 @@ class ToolInfo:
     requires_env: tuple[str, ...] = ()
     simulated: dict[str, Any] | None = None
     """A scenario's own tool definition (the target is simulated tools, no Python)."""
+    literals: tuple[int | float | str, ...] = ()
+    """Numbers and strings from the tool's docstring and the user's scenario files, mixed
+    into its generated arguments where they fit the schema."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +74,9 @@ class ToolTarget:
     """Named toolsets of the registry (built-ins aside), for ``exec: {toolset: ...}``."""
     pythonpath: tuple[str, ...] = field(default=())
     """Extra import folders (``--pythonpath``), absolute."""
+    skipped: tuple[tuple[str, str], ...] = ()
+    """``(tool, why)`` for each tool left out: its schema uses a keyword the strategies do
+    not draw from (``why`` names it and where it is)."""
 
     @property
     def names(self) -> list[str]:
@@ -114,11 +131,14 @@ class ToolTarget:
         registry: str | None = None,
         tools: Sequence[str] = (),
         pythonpath: Sequence[str | Path] = (),
+        scenarios: Sequence[str | Path] = (),
     ) -> ToolTarget:
         """The target ``openprogram-sim fuzz --registry REF --tools REF,REF`` names, imported
         from the current directory, its pyproject's ``[tool.openprogram] pythonpath`` and
         ``pythonpath`` (raises :class:`~openprogram_sim.scenario._python.PythonRefError`
-        for a reference that does not import)."""
+        for a reference that does not import). The literals of scenario files (files or
+        folders in ``scenarios``, and the ``scenarios/`` folders beside the tools' modules)
+        are mixed into the generated arguments."""
         roots = import_roots(None, pythonpath)
         extra = tuple(str(Path(p).resolve()) for p in pythonpath)
         infos: list[ToolInfo] = []
@@ -133,6 +153,7 @@ class ToolTarget:
         for ref in tools:
             found = _entries(import_ref(ref, roots, module_ok=True), ref)
             infos += [_info(as_tool(obj), obj_ref) for obj, obj_ref in found]
+        infos = _with_scenario_literals(infos, [*scenarios, *_scenario_folders(infos, registry)])
         return cls._checked(infos, registry, toolsets, extra)
 
     @classmethod
@@ -179,17 +200,104 @@ class ToolTarget:
             raise TargetError(f"two tools are named {', '.join(map(repr, twice))}; keep one")
         if not infos:
             raise TargetError("no tools: the registry or the list of tools is empty")
-        return cls(tuple(infos), registry_ref, toolsets, pythonpath)
+        kept: list[ToolInfo] = []
+        skipped: list[tuple[str, str]] = []
+        for info in infos:
+            try:
+                _schemas.check_schema(info.parameters)
+            except _schemas.UnsupportedSchema as exc:
+                skipped.append((info.name, f"tool {info.name!r} is not fuzzed: {exc}"))
+            else:
+                kept.append(info)
+        if not kept:
+            raise TargetError("no tool can be fuzzed: " + "; ".join(why for _, why in skipped))
+        return cls(tuple(kept), registry_ref, toolsets, pythonpath, tuple(skipped))
 
 
 def _info(tool: Tool, ref: str | None) -> ToolInfo:
+    parameters = dict(tool.spec.parameters)
     return ToolInfo(
         name=tool.name,
-        parameters=dict(tool.spec.parameters),
+        parameters=parameters,
         ref=ref or ref_of(tool.source),
         agentic=bool(getattr(tool.source, "agentic", False)),
         requires_env=tuple(tool.gates.requires_env),
-    )
+        literals=tuple(_values.literals_in_text("\n".join(_descriptions(tool.spec.description,
+                                                                          parameters)))),
+    )  # fmt: skip
+
+
+def _descriptions(description: Any, schema: Any) -> Iterator[str]:
+    """The tool's description and every ``description`` in its schema."""
+    if isinstance(description, str):
+        yield description
+    if isinstance(schema, Mapping):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                yield value
+            else:
+                yield from _descriptions(None, value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _descriptions(None, item)
+
+
+_MAX_SCENARIO_FILES = 500
+_MAX_SCENARIO_BYTES = 1_000_000
+
+
+def _scenario_folders(infos: Sequence[ToolInfo], registry: str | None) -> list[Path]:
+    """The ``scenarios/`` folders beside the modules of ``infos`` and ``registry``: in the
+    module's folder and each one above it, up to the first that holds a ``pyproject.toml``
+    (at most four levels)."""
+    modules = {ref.partition(":")[0] for ref in (registry, *(t.ref for t in infos)) if ref}
+    found: list[Path] = []
+    for name in sorted(modules):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if not file:
+            continue
+        folder = Path(file).resolve().parent
+        for _ in range(4):
+            if (folder / "scenarios").is_dir() and folder / "scenarios" not in found:
+                found.append(folder / "scenarios")
+            if (folder / "pyproject.toml").exists() or folder.parent == folder:
+                break
+            folder = folder.parent
+    return found
+
+
+def _scenario_files(paths: Sequence[str | Path]) -> Iterator[Path]:
+    count = 0
+    for given in paths:
+        path = Path(given)
+        files = [path] if path.is_file() else sorted(path.rglob("*.y*ml")) if path.is_dir() else []
+        for file in files:
+            if file.suffix in (".yaml", ".yml") and count < _MAX_SCENARIO_FILES:
+                count += 1
+                yield file
+
+
+def _with_scenario_literals(infos: list[ToolInfo], paths: Sequence[str | Path]) -> list[ToolInfo]:
+    """``infos`` with the values scenario files under ``paths`` pass to each tool added to
+    its literals (a file that does not read as YAML is passed over: it is not ours)."""
+    by_tool: dict[str, list[Any]] = {}
+    for file in _scenario_files(paths):
+        try:
+            if file.stat().st_size > _MAX_SCENARIO_BYTES:
+                continue
+            document = yaml.safe_load(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        for name, values in _values.literals_in_scenario(document).items():
+            by_tool.setdefault(name, []).extend(values)
+    out = []
+    for info in infos:
+        extra = by_tool.get(info.name)
+        if extra:
+            merged = tuple(dict.fromkeys([*info.literals, *extra]))
+            info = replace(info, literals=merged)
+        out.append(info)
+    return out
 
 
 def _simulated(name: Any, spec: Any) -> ToolInfo:
