@@ -21,6 +21,8 @@ tool entry, ``ValueError`` for a bad ``tool_choice``), the error inherits it too
     ├── ArgumentsError                   (ValueError) the model's arguments fail the schema;
     │                                    its text is for the model (openprogram.tools)
     ├── AgenticRecursionError            (RecursionError) an @agentic_function past max_depth
+    ├── NestingDepthError                (RecursionError) a nested exec past Runtime.max_depth,
+    │                                    or one that hit Python's recursion limit
     ├── DecisionError                    (ValueError) exec(choices=...) got no valid pick
     └── RunError                         a run ended without a normal finish
         ├── ModelError                   on an error stop (the provider failed)
@@ -46,6 +48,7 @@ __all__ = [
     "DecisionError",
     "InvalidArgumentError",
     "ModelError",
+    "NestingDepthError",
     "NoRuntimeError",
     "OpenProgramError",
     "ProviderNotFoundError",
@@ -129,6 +132,19 @@ class ToolSchemaError(ToolDefinitionError, ValueError):
 class AgenticRecursionError(OpenProgramError, RecursionError):
     """An ``@agentic_function`` called itself deeper than its ``max_depth``. Raised in a
     tool body, it reaches the model as an error result telling it to stop."""
+
+
+class NestingDepthError(OpenProgramError, RecursionError):
+    """A nested exec was refused: it would run deeper than its runtime's ``max_depth``
+    (``Runtime(max_depth=N)``, default 32; the outer exec is depth 0). Also raised, chained
+    from the original, when a nested run hits Python's own recursion limit. Raised in a tool
+    body, it reaches the model as an error result naming the depth and the setting.
+    ``depth`` is the depth of the refused (or failed) exec, ``max_depth`` the limit."""
+
+    def __init__(self, text: str, *, depth: int, max_depth: int) -> None:
+        super().__init__(text)
+        self.depth = depth
+        self.max_depth = max_depth
 
 
 class UnknownToolsetError(ConfigurationError, ValueError):

@@ -14,6 +14,15 @@ Its queues are shared: ``steer``/``follow_up`` go to the oldest running exec, an
 exec leaves undelivered when it ends goes on to the oldest one still running, or back to
 the runtime's queue for the next exec when none is. Events tell the runs apart by
 ``run_id`` (nested runs name their parent in ``parent_run_id``).
+
+Nesting is bounded by ``Runtime(max_depth=N)`` (default 32): an exec that would run deeper
+raises :class:`~openprogram.errors.NestingDepthError` where it is called, before any run
+starts, sync or async alike. Each level of async execs awaited on one task costs about nine
+Python frames, so Python's recursion limit (1,000 by default) would end such a chain near
+depth 109 with a bare ``RecursionError``; a sync chain takes a thread and an event loop per
+level. Past a raised ``max_depth``, a nested exec is also refused when fewer than
+:data:`STACK_MARGIN` of Python's frames are left for it, and a ``RecursionError`` that still
+happens inside a nested run becomes a ``NestingDepthError`` too.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import sys
 import threading
 import weakref
 from collections import deque
@@ -37,6 +47,8 @@ from openprogram.errors import (
     DecisionError,
     InvalidArgumentError,
     ModelError,
+    NestingDepthError,
+    OpenProgramError,
     RunAbortedError,
 )
 from openprogram.providers.base import Provider, RunOptions, ToolChoice, get_provider
@@ -64,7 +76,7 @@ from openprogram.types import (
     now_ms,
 )
 
-__all__ = ["ExecResult", "Runtime", "current_depth"]
+__all__ = ["DEFAULT_MAX_DEPTH", "STACK_MARGIN", "ExecResult", "Runtime", "current_depth"]
 
 _current_tools: contextvars.ContextVar[list[Tool] | None] = contextvars.ContextVar(
     "_current_tools", default=None
@@ -79,6 +91,15 @@ _current_run_id: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 """Run id of the innermost running exec: the parent of an exec started by its tools."""
 
+
+DEFAULT_MAX_DEPTH: Final = 32
+"""The deepest nesting level an exec may run at, unless ``Runtime(max_depth=)`` says
+otherwise (the outer exec is depth 0). Well below Python's recursion limit."""
+
+STACK_MARGIN: Final = 200
+"""The Python frames (of ``sys.getrecursionlimit()``) a nested exec needs left when it
+starts, for its model call, its tools and its events; with fewer it is refused, so a
+``max_depth`` raised too far ends in a clear error rather than a ``RecursionError``."""
 
 _NO_POLICY: Final = ToolPolicy()  # frozen, so safe to share as the default
 
@@ -174,6 +195,9 @@ class Runtime:
 
     ``Runtime(model="openai:gpt-4o-mini")`` resolves a provider by name;
     ``Runtime(provider=obj)`` takes any object implementing the provider protocol.
+    ``max_depth`` is the deepest nesting level its execs may run at (the outer exec is depth
+    0, an exec from one of its tools depth 1; ``0`` allows no nested exec): one deeper raises
+    :class:`~openprogram.errors.NestingDepthError` from the ``exec``/``aexec`` call.
     """
 
     def __init__(
@@ -185,6 +209,7 @@ class Runtime:
         system_prompt: str = "",
         max_tokens: int | None = None,
         temperature: float | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
         **provider_options: Any,
     ) -> None:
         if provider is None:
@@ -205,6 +230,7 @@ class Runtime:
         self.system_prompt = system_prompt
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.max_depth = max_depth
         self.last_run: ExecResult | None = None
         self._listeners: list[Listener] = []
         self._agents: list[Agent] = []
@@ -213,6 +239,25 @@ class Runtime:
         self._lock = threading.Lock()
         self._signals: weakref.WeakSet[AbortSignal] = weakref.WeakSet()
         """Abort signals of the execs asked for (``aexec()`` called) and not ended."""
+
+    @property
+    def max_depth(self) -> int:
+        """The deepest nesting level an exec of this runtime may run at (default 32)."""
+        return self._max_depth
+
+    @max_depth.setter
+    def max_depth(self, value: int) -> None:
+        if type(value) is not int:
+            raise ArgumentTypeError(
+                f"max_depth={value!r} must be an int: the deepest nesting level an exec may "
+                f"run at (default {DEFAULT_MAX_DEPTH}; 0 allows no nested exec)"
+            )
+        if value < 0:
+            raise InvalidArgumentError(
+                f"max_depth={value} must be >= 0: the deepest nesting level an exec may run "
+                f"at (default {DEFAULT_MAX_DEPTH}; 0 allows no nested exec)"
+            )
+        self._max_depth = value
 
     # -- events and queues ---------------------------------------------------------------
 
@@ -367,16 +412,27 @@ class Runtime:
         The exec is asked for when ``aexec()`` is called, not when the coroutine starts: a
         :meth:`abort` in between (``asyncio.create_task(runtime.aexec(...))`` then
         ``runtime.abort()``) aborts it before the model is called. Its arguments are
-        checked then too: a bad one raises from the ``aexec()`` call.
+        checked then too: a bad one raises from the ``aexec()`` call, and so does one nested
+        deeper than :attr:`max_depth` (:class:`~openprogram.errors.NestingDepthError`).
         """
-        options = RunOptions(
-            tool_choice=tool_choice,
-            parallel_tool_calls=parallel_tool_calls,
-            max_iterations=max_iterations,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-        )
-        policy = ToolPolicy.of(toolset, tools_source, tools_allow, tools_deny)
+        depth = _current_depth.get() + 1
+        if depth > self._max_depth:
+            raise self._too_deep(depth)
+        if depth > 1:  # the outer exec and its first nesting start on a shallow stack
+            self._check_stack(depth)
+        try:
+            options = RunOptions(
+                tool_choice=tool_choice,
+                parallel_tool_calls=parallel_tool_calls,
+                max_iterations=max_iterations,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
+            policy = ToolPolicy.of(toolset, tools_source, tools_allow, tools_deny)
+        except RecursionError as exc:
+            if depth == 0:
+                raise
+            raise self._recursion_hit(depth, exc) from exc
         call = _ExecCall(
             content=content,
             tools=tools,
@@ -386,6 +442,48 @@ class Runtime:
             history=history,
         )
         return self._start(call)
+
+    def _too_deep(self, depth: int) -> NestingDepthError:
+        limit = self._max_depth
+        return NestingDepthError(
+            f"nested exec refused: it would run at depth {depth}, deeper than this runtime's "
+            f"max_depth={limit} (the outer exec is depth 0, each exec from a tool one deeper); "
+            "finish with what you have instead of nesting again, or raise the limit with "
+            "Runtime(max_depth=N)",
+            depth=depth,
+            max_depth=limit,
+        )
+
+    def _check_stack(self, depth: int) -> None:
+        """Refuse a nested exec that would start with fewer than :data:`STACK_MARGIN` of
+        Python's frames left (each level of async execs on one task holds about nine). The
+        frames left are probed, not counted: a tracer (coverage, a debugger) makes each frame
+        cost more of the limit."""
+        if _has_frames_left(STACK_MARGIN):
+            return
+        limit = sys.getrecursionlimit()
+        raise NestingDepthError(
+            f"nested exec refused: it would run at depth {depth} with fewer than "
+            f"{STACK_MARGIN} of Python's {limit} stack frames left (sys.getrecursionlimit()), "
+            "too few for a run; finish with what you have instead of nesting again, or nest "
+            f"less: this runtime's max_depth is {self._max_depth} (Runtime(max_depth=N))",
+            depth=depth,
+            max_depth=self._max_depth,
+        )
+
+    def _recursion_hit(self, depth: int, exc: BaseException) -> NestingDepthError:
+        """What a ``RecursionError`` inside a nested exec becomes: an error naming the depth,
+        Python's limit and the setting."""
+        limit = self._max_depth
+        return NestingDepthError(
+            f"the nested exec at depth {depth} hit Python's recursion limit "
+            f"(sys.getrecursionlimit() is {sys.getrecursionlimit()}): {exc}. Each level of "
+            "async execs awaited on one task adds about nine Python frames: nest less, or lower "
+            f"this runtime's max_depth (now {limit}; Runtime(max_depth=N)) so the nesting "
+            "stops with a clear error first",
+            depth=depth,
+            max_depth=limit,
+        )
 
     def _start(self, call: _ExecCall) -> Coroutine[Any, Any, Any]:
         """Register the exec's abort signal (so :meth:`abort` reaches it from now on) and
@@ -412,6 +510,11 @@ class Runtime:
             finally:
                 self._leave(agent)
                 scope.leave()
+        except RecursionError as exc:
+            depth = _current_depth.get() + 1
+            if depth == 0 or isinstance(exc, OpenProgramError):
+                raise
+            raise self._recursion_hit(depth, exc) from exc
         finally:
             with self._lock:
                 self._signals.discard(signal)
@@ -525,6 +628,14 @@ class Runtime:
         final = result.final
         text = final.text if final is not None else ""
         self.last_run = ExecResult(text, result, depth)
+        error = result.error
+        if (
+            result.reason == "error"
+            and depth > 0
+            and isinstance(error, RecursionError)
+            and not isinstance(error, OpenProgramError)
+        ):
+            raise self._recursion_hit(depth, error) from error
         if result.reason == "error":
             detail = (final.error_message if final is not None else None) or "unknown error"
             raise ModelError(detail, final) from result.error
@@ -592,6 +703,19 @@ def _as_prompt(content: Content) -> UserMessage:
             f"blocks, got {content!r}"
         )
     return UserMessage(blocks, timestamp=now_ms())
+
+
+def _has_frames_left(count: int) -> bool:
+    """Whether ``count`` more Python frames fit under the recursion limit."""
+    try:
+        _descend(count)
+    except RecursionError:
+        return False
+    return True
+
+
+def _descend(count: int) -> int:
+    return 0 if count <= 0 else _descend(count - 1)
 
 
 def _run_in_thread(fn: Callable[[], Any]) -> Any:

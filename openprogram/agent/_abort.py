@@ -110,12 +110,6 @@ class AbortSignal(asyncio.Event):
             for _ in range(min(cancels, task.cancelling() - self._baseline)):
                 task.uncancel()
 
-    @property
-    def cancelled_task(self) -> bool:
-        """Whether the signal has cancelled the attached task (taken back at
-        :meth:`detach`)."""
-        return self._cancels > 0
-
     def _wake(self) -> None:
         """On the home loop: wake the waiters, interrupt the attached task."""
         super().set()
