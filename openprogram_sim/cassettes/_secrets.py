@@ -25,6 +25,7 @@ to write (:class:`~openprogram_sim.errors.SecretLeakError`).
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import os
 import re
@@ -314,30 +315,46 @@ class Scrubber:
             text = text[:start] + mask + text[end:]
         return text
 
-    def holds_secret(self, text: str) -> bool:
-        """Whether ``text`` holds a known value or a key shape."""
+    def holds_secret(self, text: str, _depth: int = 0) -> bool:
+        """Whether ``text`` holds a known value or a key shape, also once its JSON escapes
+        are read (see :meth:`spans`)."""
         if any(value in text for value in self._values):
             return True
         if _open_query(text):
             return True
-        if not _may_hold_key(text):
-            return False
-        return any(next(shape.spans(text), None) is not None for shape in KEY_SHAPES)
+        if _may_hold_key(text) and any(
+            next(shape.spans(text), None) is not None for shape in KEY_SHAPES
+        ):
+            return True
+        if _depth < _ESCAPE_DEPTH and _escaped(text):
+            return self.holds_secret(JsonView(text).text, _depth + 1)
+        return False
 
-    def spans(self, text: str) -> list[tuple[int, int, str]]:
+    def spans(self, text: str, _depth: int = 0) -> list[tuple[int, int, str]]:
         """Where ``text`` holds a secret: ``(start, end, kind)``, in order, not overlapping
-        (``kind`` is ``secret`` for a known value)."""
+        (``kind`` is ``secret`` for a known value). Text with JSON escapes that can hide a
+        key's characters (``\\u0073k-...``, ``\\/``) is also read as JSON text, twice over
+        at most (a tool call's arguments are JSON text inside JSON), and what it holds is
+        mapped back onto ``text``."""
         found: list[tuple[int, int, str]] = []
         if self._pattern is not None and any(value in text for value in self._values):
             found += [(m.start(), m.end(), "secret") for m in self._pattern.finditer(text)]
         if _may_hold_key(text):
             for shape in KEY_SHAPES:
                 found += [(start, end, shape.kind) for start, end in shape.spans(text)]
+        if _depth < _ESCAPE_DEPTH and _escaped(text):
+            view = JsonView(text)
+            found += [
+                (view.start(start), view.end(end), kind)
+                for start, end, kind in self.spans(view.text, _depth + 1)
+            ]
         if not found:
             return found
         out: list[tuple[int, int, str]] = []
         for start, end, kind in sorted(found):
-            if not out or start >= out[-1][1]:
+            if out and start < out[-1][1]:  # overlapping: one span covering both
+                out[-1] = (out[-1][0], max(end, out[-1][1]), out[-1][2])
+            else:
                 out.append((start, end, kind))
         return out
 
@@ -373,6 +390,65 @@ class Scrubber:
         return self.text(_mask_query(mask_url(url)))
 
 
+_ESCAPE_DEPTH = 2
+_ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _escaped(text: str) -> bool:
+    """Whether ``text`` has a JSON escape that can stand for a key's character."""
+    return "\\u" in text or "\\/" in text
+
+
+class JsonView:
+    """``text`` with its JSON string escapes read (``text``), and the way back: the offset
+    in the original of each offset in the view."""
+
+    def __init__(self, original: str) -> None:
+        parts: list[str] = []
+        self._marks: list[int] = []  # view offsets where a segment starts
+        self._segments: list[tuple[int, int]] = []  # (original offset, width; 0: literal)
+        pos = view = 0
+        for m in _ESCAPE.finditer(original):
+            if m.start() > pos:
+                self._add(view, pos, 0)
+                parts.append(original[pos : m.start()])
+                view += m.start() - pos
+            token = m.group()
+            char = chr(int(token[2:], 16)) if token[1] == "u" else _SIMPLE[token[1]]
+            if "\ud800" <= char <= "\udfff":
+                char = "\ufffd"  # half of a surrogate pair: never part of a key
+            self._add(view, m.start(), len(token))
+            parts.append(char)
+            view += 1
+            pos = m.end()
+        if pos < len(original):
+            self._add(view, pos, 0)
+            parts.append(original[pos:])
+        self.text = "".join(parts)
+        self._length = len(original)
+
+    def _add(self, view: int, original: int, width: int) -> None:
+        self._marks.append(view)
+        self._segments.append((original, width))
+
+    def start(self, offset: int) -> int:
+        """Where the character at view ``offset`` starts in the original."""
+        if offset >= len(self.text):
+            return self._length
+        i = bisect.bisect_right(self._marks, offset) - 1
+        original, width = self._segments[i]
+        return original if width else original + offset - self._marks[i]
+
+    def end(self, offset: int) -> int:
+        """Where the character before view ``offset`` ends in the original."""
+        if offset <= 0:
+            return 0
+        i = bisect.bisect_right(self._marks, offset - 1) - 1
+        original, width = self._segments[i]
+        return original + width if width else original + offset - self._marks[i]
+
+
 def _is_masked(value: str) -> bool:
     return value == REDACTED or value.endswith(" " + REDACTED)
 
@@ -395,7 +471,7 @@ def find_secrets(data: Any, secrets: Iterable[str] = ()) -> list[tuple[str, str]
     return findings
 
 
-def _kind_of(text: str, scrubber: Scrubber) -> str | None:
+def _kind_of(text: str, scrubber: Scrubber, depth: int = 0) -> str | None:
     if scrubber._pattern is not None and scrubber._pattern.search(text):
         return "a known secret value (from the environment or the request's credentials)"
     if _open_query(text):
@@ -403,6 +479,8 @@ def _kind_of(text: str, scrubber: Scrubber) -> str | None:
     for shape in KEY_SHAPES:
         if next(shape.spans(text), None) is not None:
             return shape.kind
+    if depth < _ESCAPE_DEPTH and _escaped(text):
+        return _kind_of(JsonView(text).text, scrubber, depth + 1)
     return None
 
 

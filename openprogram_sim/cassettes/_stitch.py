@@ -9,9 +9,11 @@ are joined across the events of a stream twice: once by path alone, and once als
 fields that say which block or call a delta belongs to (``index``, ``output_index``,
 ``content_index``, ``item_id``, ``contentBlockIndex``, ``type``), so the argument deltas of
 two tool calls streamed interleaved are joined call by call. Each join is searched for
-secrets, and each piece of one is cut out of its event (the first piece says
-``<redacted:KIND>``). A path that occurs once is searched on its own. Only events that held
-a piece are written again.
+secrets, as it is and, when it holds JSON escapes, as JSON text read once more (a tool
+call's ``arguments`` and ``partial_json`` are JSON text the client parses again, so a
+``\\u0073k-`` there is an ``s`` too); each piece of one is cut out of its event (the first
+piece says ``<redacted:KIND>``). A path that occurs once is searched on its own. Only
+events that held a piece are written again.
 """
 
 from __future__ import annotations

@@ -11,10 +11,13 @@ import json
 
 import pytest
 from cassette_support import MODELS, record, set_secrets
+from hypothesis import given
+from hypothesis import strategies as st
 from upstream import Answer, record_raw, sse
 from vcr.request import Request
 
 from openprogram_sim.cassettes import SERIALIZER, Cassette, Persister, SecretLeakError
+from openprogram_sim.cassettes._secrets import JsonView
 from openprogram_sim.play import run_scenario, serve_scenario
 from openprogram_sim.scenario import parse_scenario
 
@@ -93,6 +96,23 @@ def test_a_key_written_with_json_escapes(tmp_path, split: bool) -> None:
     record_raw(path, Answer([e.encode() for e in events] + sse("[DONE]")))
     _no_piece_of(KEY, path.read_text(encoding="utf-8"))
     assert _replayed(path) == "<redacted:openai-key>"
+
+
+def test_a_key_escaped_inside_streamed_tool_arguments(tmp_path) -> None:
+    """Tool-call arguments are JSON text inside the event's JSON: the client parses them
+    again, so ``\\u0073k-`` in them (written ``\\\\u0073k-`` in the event) is a key too."""
+    escaped = "\\u0073" + KEY[1:]
+
+    def partial(text: str) -> str:
+        delta = {"type": "input_json_delta", "partial_json": text}
+        return json.dumps({"type": "content_block_delta", "index": 1, "delta": delta})
+
+    events = sse(partial('{"k": "' + escaped[:20]), partial(escaped[20:] + '"}'))
+    path = tmp_path / "c.yaml"
+    record_raw(path, Answer(events), url_path="/v1/messages")
+    stored = path.read_text(encoding="utf-8")
+    _no_piece_of(KEY, stored)
+    assert "<redacted:openai-key>" in stored
 
 
 def test_an_aws_secret_written_with_escaped_slashes(tmp_path, monkeypatch) -> None:
@@ -222,3 +242,18 @@ def test_a_replay_where_the_scrubbed_variable_is_unset_names_it(tmp_path, monkey
     cassette = Cassette(path).load()
     outcome = run_scenario(scenario, cassette.provider(MODELS["openai-chat"]))
     assert outcome.result == "It holds a token." and cassette.problems() == []
+
+
+@given(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+    st.booleans(),
+)
+def test_the_json_view_reads_escapes_and_maps_back(text: str, ascii_only: bool) -> None:
+    written = json.dumps(text, ensure_ascii=ascii_only)[1:-1].replace("/", "\\/")
+    view = JsonView(written)
+    # a character past U+FFFF, escaped, is two halves of a pair: each reads as U+FFFD
+    halves = "\ufffd\ufffd" if ascii_only else None
+    assert view.text == "".join(halves if halves and ord(c) > 0xFFFF else c for c in text)
+    for i in range(len(view.text)):
+        piece = written[view.start(i) : view.end(i + 1)]
+        assert JsonView(piece).text == view.text[i]
