@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cassette_support import MODELS, record, session, set_secrets, with_cassette
-from upstream import Answer, upstream
+from upstream import Answer, record_raw, upstream
 
 from openprogram_sim.cassettes import Cassette
 from openprogram_sim.play import check_outcome, run_scenario, serve_scenario
@@ -201,3 +201,18 @@ def test_the_recorder_stores_a_compressed_reply_decoded(tmp_path, monkeypatch) -
     with Cassette(path).patch():
         again = requests.post(base + "/v1/chat/completions", json={"model": "m"}, timeout=10)
     assert again.json() == got.json()
+
+
+def test_a_reply_compressed_twice_is_stored_decoded(tmp_path) -> None:
+    """``content-encoding: gzip, gzip`` through httpx2: both codings undone."""
+    reply = json.dumps({"choices": [{"message": {"content": "hi"}}]}).encode()
+    answer = Answer(
+        [gzip.compress(gzip.compress(reply))],
+        headers={"content-type": "application/json", "content-encoding": "gzip, gzip"},
+    )
+    assert record_raw(tmp_path / "c.yaml", answer) == reply
+    text = (tmp_path / "c.yaml").read_text(encoding="utf-8")
+    stored = yaml.safe_load(text)["interactions"][0]["response"]
+    assert "content-encoding" not in stored["headers"]
+    assert stored["headers"]["content-length"] == str(len(reply))
+    assert stored["body"] == {"json": json.loads(reply)}
