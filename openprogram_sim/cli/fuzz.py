@@ -73,6 +73,8 @@ def fuzz_command(
             file=out,
             flush=True,
         )
+        for _, why in target.skipped:  # a tool whose schema cannot be drawn from
+            print(f"  {why}", file=out)
         result = run_tool_campaign(target, examples, seed, workers, regressions=regressions,
                                    timeout=timeout, progress=progress, options=options,
                                    search=search)  # fmt: skip

@@ -5,7 +5,9 @@ third-party library between a schema and Hypothesis, so the project follows Hypo
 newest release):
 
 - types ``integer``, ``number``, ``string``, ``boolean``, ``null``, ``array``, ``object``
-  and lists of them, ``nullable``; ``enum`` and ``const``; ``anyOf``, ``oneOf`` and
+  and lists of them (``type: [integer, "null"]`` and ``anyOf`` with a null branch are how a
+  schema says nullable; OpenAPI's ``nullable`` is taken but draws no null, since the tool
+  layer's validator ignores it); ``enum`` and ``const``; ``anyOf``, ``oneOf`` and
   ``allOf`` (merged: properties, ``required``, bounds, types);
 - ``minimum``/``maximum``, ``exclusiveMinimum``/``exclusiveMaximum`` (numbers, or the old
   booleans) and ``multipleOf``; ``minLength``/``maxLength``; ``pattern`` (drawn by
@@ -347,10 +349,9 @@ class _Builder:
             if not kept:
                 raise UnsupportedSchema("enum", path, "no value of it fits the rest of the schema")
             return st.sampled_from(kept)
-        drawn = self.typed(rest, path, refs)
-        if schema.get("nullable") is True:
-            drawn = st.none() | drawn
-        return drawn
+        # OpenAPI's `nullable` is taken, but null is not drawn for it: JSON Schema validators
+        # (the tool layer's among them) ignore it; `type: [X, "null"]` is the null they take
+        return self.typed(rest, path, refs)
 
     def typed(
         self, schema: Mapping[str, Any], path: str, refs: tuple[str, ...]
