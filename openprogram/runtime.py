@@ -101,6 +101,12 @@ STACK_MARGIN: Final = 200
 starts, for its model call, its tools and its events; with fewer it is refused, so a
 ``max_depth`` raised too far ends in a clear error rather than a ``RecursionError``."""
 
+_current_signal: contextvars.ContextVar[AbortSignal | None] = contextvars.ContextVar(
+    "_current_signal", default=None
+)
+"""The abort signal of the innermost running exec: an exec started by its tools (on any
+runtime, in any thread) is aborted with it."""
+
 _NO_POLICY: Final = ToolPolicy()  # frozen, so safe to share as the default
 
 _current_policy: contextvars.ContextVar[ToolPolicy] = contextvars.ContextVar(
@@ -115,7 +121,12 @@ class _Scope:
     execs): set by :meth:`enter`, reset by :meth:`leave`."""
 
     def __init__(
-        self, tools: list[Tool] | None, policy: ToolPolicy, runtime: Runtime, loaded: set[str]
+        self,
+        tools: list[Tool] | None,
+        policy: ToolPolicy,
+        runtime: Runtime,
+        loaded: set[str],
+        signal: AbortSignal,
     ) -> None:
         self.depth = _current_depth.get() + 1
         self.parent_run_id = _current_run_id.get()
@@ -127,6 +138,7 @@ class _Scope:
             (_current_policy, policy),
             (current_runtime_var, runtime),
             (current_loaded_var, loaded),
+            (_current_signal, signal),
         ]
         if tools is not None:  # only a given tools= list is inherited
             self._values.append((_current_tools, tools))
@@ -294,8 +306,9 @@ class Runtime:
         does nothing."""
         with self._lock:
             signals = list(self._signals)
+        wave = object()  # one abort: a nested exec's signal, set by its parent's, acts once
         for signal in signals:
-            signal.set()
+            signal.set(wave)
 
     # -- the application's own entry point ----------------------------------------------
 
@@ -486,18 +499,22 @@ class Runtime:
         )
 
     def _start(self, call: _ExecCall) -> Coroutine[Any, Any, Any]:
-        """Register the exec's abort signal (so :meth:`abort` reaches it from now on) and
-        return the coroutine that runs it."""
+        """Register the exec's abort signal (so :meth:`abort` reaches it from now on, and so
+        does the abort of the exec whose tool asks for it, on any runtime) and return the
+        coroutine that runs it."""
         signal = AbortSignal()
         with self._lock:
             self._signals.add(signal)
+        parent = _current_signal.get()
+        if parent is not None:
+            parent.adopt(signal)
         return self._run_exec(call, signal)
 
     async def _run_exec(self, call: _ExecCall, signal: AbortSignal) -> Any:
         """Run one exec: its agent in its scope, then its reply (or its pick)."""
         try:
             menu = Menu(call.choices) if call.choices is not None else None
-            agent, scope, prompts = self._prepare(call, menu)
+            agent, scope, prompts = self._prepare(call, menu, signal)
             replies: list[str] = []
             if menu is not None:
                 agent.before_finish = _reask_once(menu, replies)
@@ -520,7 +537,7 @@ class Runtime:
                 self._signals.discard(signal)
 
     def _prepare(
-        self, call: _ExecCall, menu: Menu | None
+        self, call: _ExecCall, menu: Menu | None, signal: AbortSignal
     ) -> tuple[Agent, _Scope, list[UserMessage]]:
         """Check the history; build the exec's agent, its scope and its prompt (none when
         the exec continues the history)."""
@@ -535,6 +552,7 @@ class Runtime:
             policy,
             self,
             set() if loaded is None else loaded,
+            signal,
         )
         deferral = Deferral.of(resolved, scope.loaded)
         agent = Agent(

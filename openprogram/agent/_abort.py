@@ -14,6 +14,10 @@ interrupted. The task is cancelled only while the run is attached; an abort that
 the run ended reaches nothing. A tool may catch that ``CancelledError`` and go on awaiting:
 setting the signal again cancels the task again. When the run detaches, the cancellations the
 signal made are taken back (``Task.uncancel``), so the caller's task is left as it was found.
+
+A signal may adopt others (:meth:`AbortSignal.adopt`): the signals of runs nested in its run's
+tools, whatever runtime or thread they run on. Setting it sets them too, and one adopted after
+it was set is set at once, so a run nested under an aborted one never calls its model.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import weakref
 from typing import Literal
 
 __all__ = ["AbortSignal"]
@@ -48,6 +53,10 @@ class AbortSignal(asyncio.Event):
         before the run (its caller's) are not the run's."""
         self._cancels = 0
         """How many times the signal has cancelled the attached task."""
+        self._children: weakref.WeakSet[AbortSignal] | None = None
+        """The signals of the runs nested under this one (see :meth:`adopt`)."""
+        self._wave: object | None = None
+        """The abort that set it last (see :meth:`set`)."""
 
     def __repr__(self) -> str:
         return f"<AbortSignal [{'set' if self._requested else 'unset'}]>"
@@ -55,15 +64,24 @@ class AbortSignal(asyncio.Event):
     def is_set(self) -> bool:
         return self._requested
 
-    def set(self) -> None:
+    def set(self, wave: object | None = None) -> None:
         """Set the signal: at once for every thread; waiters (and the attached task) are
-        woken on their loop."""
+        woken on their loop; the signals it adopted are set too. Set again, it cancels its
+        run's task again. ``wave`` names one abort: one that reaches a signal twice (through
+        its parent, then directly, as ``Runtime.abort()`` does) counts once."""
+        wave = object() if wave is None else wave
         with self._lock:
+            if wave is self._wave:
+                return
+            self._wave = wave
             again = self._requested
             self._requested = True
             home = self._home
-            if again and self._task is None:
-                return  # set already, and no run to interrupt again
+            children = list(self._children) if self._children is not None else ()
+        for child in children:
+            child.set(wave)
+        if again and self._task is None:
+            return  # set already, and no run to interrupt again
         if home is None:
             return  # nobody waits yet: wait() and attach() see the flag
         # Set again: the run's task is cancelled once more (a tool swallowed the first).
@@ -74,6 +92,17 @@ class AbortSignal(asyncio.Event):
         # A closed loop raises RuntimeError: its run is over, nobody is left to wake.
         with contextlib.suppress(RuntimeError):
             home.call_soon_threadsafe(wake)
+
+    def adopt(self, child: AbortSignal) -> None:
+        """Make ``child`` (the signal of a run nested under this one) set whenever this one
+        is: at once if it is set already. Held weakly: a child that ends is forgotten."""
+        with self._lock:
+            if not self._requested:
+                if self._children is None:
+                    self._children = weakref.WeakSet()
+                self._children.add(child)
+                return
+        child.set()
 
     def clear(self) -> None:
         with self._lock:

@@ -213,8 +213,9 @@ class Agent:
         """
         with self._lock:
             signals = list(self._signals or ())
+        wave = object()  # one abort: a signal it reaches twice acts once
         for signal in signals:
-            signal.set()
+            signal.set(wave)
 
     def prompt(
         self,

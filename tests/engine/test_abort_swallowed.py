@@ -6,6 +6,7 @@ it again. Nothing is left counted against the caller's task afterwards."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -243,9 +244,10 @@ def test_a_second_abort_cancels_a_tool_that_swallowed_the_first() -> None:
 
 def test_a_swallowed_abort_inside_a_nested_aexec_of_another_runtime() -> None:
     """The outer runtime's tool awaits an exec on a second runtime (same task). Aborting the
-    outer runtime cancels the task; the inner tool swallows it. When the inner tool returns,
-    the inner run ends ``aborted`` (its own abort was never asked for, so the cancellation goes
-    on up) and so does the outer. Before, the inner run went on for more rounds."""
+    outer runtime aborts the runs nested under it too, whatever their runtime; the inner tool
+    swallows the cancellation. When it returns, the inner run ends ``aborted``, its exec
+    raises ``RunAbortedError`` in the outer tool, and the outer run ends ``aborted``. Before,
+    the inner run went on for more rounds."""
     stubborn = Stubborn()
     outer, outer_model, rec = make_runtime([{"tool_calls": [{"delegate": {}}]}, "never sent"])
     inner, inner_model, _ = make_runtime(STUBBORN_TWICE)
@@ -276,7 +278,7 @@ def test_a_swallowed_abort_inside_a_nested_aexec_of_another_runtime() -> None:
         "agent_end:aborted",
     ]
     ends = [(e["depth"], e["error_kind"]) for e in rec.trace if e["type"] == "tool_execution_end"]
-    assert ends == [(1, None), (1, "skipped"), (0, "cancelled")]
+    assert ends == [(1, None), (1, "skipped"), (0, "raised")]
 
 
 def test_a_sync_tool_whose_nested_exec_swallows_the_abort() -> None:
@@ -328,3 +330,105 @@ def test_a_sync_tool_whose_nested_exec_swallows_the_abort() -> None:
         "research stopped",
         ABORTED_TEXT,
     ]
+
+
+def test_an_abort_reaches_a_nested_exec_of_another_runtime_in_a_worker_thread() -> None:
+    """A sync tool runs an exec on a second runtime: it runs on its own loop in a worker
+    thread, and its tool awaits forever. Aborting the outer runtime aborts that nested run
+    too (its signal is the outer run's child), so the sync tool returns and the outer run
+    ends. Before, the abort never reached the nested run and the outer run hung with it."""
+    started = threading.Event()
+
+    async def wait_forever() -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    outer, outer_model, rec = make_runtime([{"tool_calls": [{"delegate": {}}]}, "never sent"])
+    inner, inner_model, _ = make_runtime([{"tool_calls": [{"wait": {}}]}, "never sent"])
+    inner.subscribe(rec)
+
+    def delegate() -> str:
+        return str(inner.exec("dig", tools=[tool("wait", wait_forever)]))
+
+    def abort_when_started() -> None:
+        started.wait(5)
+        outer.abort()
+
+    async def main() -> None:
+        threading.Thread(target=abort_when_started, daemon=True).start()
+        await outer.aexec("go", tools=[tool("delegate", delegate)])
+
+    with pytest.raises(RunAbortedError):
+        within(5, main)
+    assert inner_model.calls == 1 and outer_model.calls == 1
+    assert compact(rec.trace, depth=True) == [
+        *OPENING,
+        "message_end:assistant[delegate]/toolUse",
+        "tool_start:delegate",
+        *(
+            "  " + e
+            for e in [
+                *OPENING,
+                "message_end:assistant[wait]/toolUse",
+                "tool_start:wait",
+                "tool_end:wait:error",
+                "message_start:toolResult",
+                "message_end:toolResult",
+                "turn_end",
+                "agent_end:aborted",
+            ]
+        ),
+        "tool_end:delegate:error",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "turn_end",
+        "agent_end:aborted",
+    ]
+    ends = [(e["depth"], e["result"]) for e in rec.trace if e["type"] == "tool_execution_end"]
+    assert ends == [(1, "Cancelled"), (0, "Run cancelled")]
+
+
+def test_a_nested_exec_started_after_the_abort_never_calls_its_model() -> None:
+    """The tool swallows the abort, then starts a nested exec: that exec belongs to an
+    aborted run, so it is aborted before its model call; the tool catches its
+    ``RunAbortedError`` and returns, and the outer run ends ``aborted``. Before, the nested
+    exec ran its rounds as if nothing had happened."""
+    box: dict[str, Runtime] = {}
+    started = asyncio.Event()
+
+    async def stubborn() -> str:
+        started.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+        try:
+            return str(await box["rt"].aexec("one more look", tools=[]))
+        except RunAbortedError as exc:
+            return f"gave up: {exc}"
+
+    runtime, model, rec = make_runtime([{"tool_calls": [{"stubborn": {}}]}, "nested", "never"])
+    box["rt"] = runtime
+
+    async def main() -> None:
+        task = asyncio.ensure_future(runtime.aexec("go", tools=[tool("stubborn", stubborn)]))
+        await started.wait()
+        runtime.abort()
+        with pytest.raises(RunAbortedError):
+            await task
+
+    within(5, main)
+    assert model.calls == 1
+    assert compact(rec.trace, depth=True) == [
+        *OPENING,
+        "message_end:assistant[stubborn]/toolUse",
+        "tool_start:stubborn",
+        *("  " + e for e in [*OPENING, "message_end:assistant[]/aborted", "turn_end"]),
+        "  agent_end:aborted",
+        "tool_end:stubborn:ok",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "turn_end",
+        "agent_end:aborted",
+    ]
+    ends = [e["result"] for e in rec.trace if e["type"] == "tool_execution_end"]
+    assert ends == ["gave up: Run aborted before the model call"]
