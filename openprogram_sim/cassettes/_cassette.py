@@ -248,10 +248,15 @@ class Cassette:
     def save(self) -> None:
         """Write the cassette if anything was recorded (scrubbed, scanned, atomic)."""
         if self._vcr is not None:
-            if self.scrubbed_env and self._vcr.dirty and self.recording:
-                known = set(self.metadata.get("secrets_from_env") or [])
-                self.describe(secrets_from_env=sorted(known | self.scrubbed_env))
+            self.name_scrubbed_env()
             self._vcr._save()  # vcrpy's own save, as its context manager calls it
+
+    def name_scrubbed_env(self) -> None:
+        """Before a save of what was recorded: keep the names of :attr:`scrubbed_env` in
+        the metadata (``secrets_from_env``), for a replay where one is unset."""
+        if self.scrubbed_env and self._vcr is not None and self._vcr.dirty and self.recording:
+            known = set(self.metadata.get("secrets_from_env") or [])
+            self.describe(secrets_from_env=sorted(known | self.scrubbed_env))
 
     # -- what a request gets -----------------------------------------------------------
 

@@ -372,4 +372,7 @@ def patched(cassette: Cassette) -> Iterator[Cassette]:
     }
     with VcrCassette.use(**config) as vcr_cassette:
         cassette._adopt(vcr_cassette)
-        yield cassette
+        try:
+            yield cassette
+        finally:
+            cassette.name_scrubbed_env()  # vcrpy saves as the block ends

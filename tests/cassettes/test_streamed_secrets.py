@@ -10,10 +10,11 @@ import base64
 import json
 
 import pytest
+import yaml
 from cassette_support import MODELS, record, set_secrets
 from hypothesis import given
 from hypothesis import strategies as st
-from upstream import Answer, record_raw, sse
+from upstream import Answer, record_raw, sse, upstream
 from vcr.request import Request
 
 from openprogram_sim.cassettes import SERIALIZER, Cassette, Persister, SecretLeakError
@@ -257,3 +258,20 @@ def test_the_json_view_reads_escapes_and_maps_back(text: str, ascii_only: bool) 
     for i in range(len(view.text)):
         piece = written[view.start(i) : view.end(i + 1)]
         assert JsonView(piece).text == view.text[i]
+
+
+def test_a_patched_session_names_the_scrubbed_variable_too(tmp_path, monkeypatch) -> None:
+    """The pytest fixture's way (every client patched, vcrpy saving as the block ends)."""
+    import httpx2
+
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", GATEWAY)
+    path = tmp_path / "c.yaml"
+    answer = Answer([b'{"ok": true}'], headers={"content-type": "application/json"})
+    with upstream(answer) as base, Cassette(path, record_mode="once").patch():
+        httpx2.post(base + "/v1/messages", json={"note": f"the token is {GATEWAY}"})
+    stored = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert stored["metadata"]["openprogram"]["secrets_from_env"] == ["ANTHROPIC_API_KEY"]
+    assert stored["interactions"][0]["request"]["body"] == {
+        "json": {"note": "the token is <redacted>"}
+    }
