@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_TTL",
+    "CLOSE",
     "FULL",
     "Refused",
     "WireApp",
@@ -81,6 +82,10 @@ must keep up :data:`DEFAULT_BODY_MIN_RATE`."""
 DEFAULT_BODY_MIN_RATE = 1024
 """Bytes per second a request body earns beyond its first ``body_timeout`` seconds: a body
 of N bytes may take ``body_timeout + N / body_min_rate`` seconds in all."""
+
+CLOSE = "openprogram_sim.close"
+"""The scope key the app sets on a request whose connection must end after its answer (the
+client may still be sending): the server closes it without a reset under the answer."""
 
 FULL = "openprogram_sim.full"
 """The scope key the server sets on a request that arrived while ``max_connections``
@@ -133,7 +138,14 @@ class Refused(Exception):
         self.should_retry = should_retry
         self.retry_after = retry_after
         self.close = close
-        """Close the connection after the answer (the client may still be sending)."""
+        """End the connection after the answer (the client may still be sending)."""
+
+    async def send(self, scope: Scope, send: Send, api: str | None) -> None:
+        """Answer with :meth:`answer`; mark the connection to end after it (:data:`CLOSE`)
+        when :attr:`close` says so."""
+        if self.close:
+            scope[CLOSE] = True
+        await send_whole(send, self.answer(api))
 
     def answer(self, api: str | None) -> WireResponse:
         """The error in ``api``'s shape; ``None`` (a route of no API): ``{"error":
@@ -151,8 +163,6 @@ class Refused(Exception):
                 api, self.status, self.message, should_retry=self.should_retry,
                 retry_after=self.retry_after,
             )  # fmt: skip
-        if self.close:
-            response.headers["connection"] = "close"
         return response
 
 
@@ -167,42 +177,68 @@ class BodyTimeout(Exception):
         self.why = why
 
 
+class Stopping(Exception):
+    """The server began to stop while a request body was still coming."""
+
+
 class _Paced:
     """``receive`` under a request body's time limits: each piece within ``timeout``
     seconds of the last, and the whole body of N bytes within ``timeout + N / min_rate``
-    seconds of the first read (a body trickled a byte at a time is cut off too)."""
+    seconds of the first read (a body trickled a byte at a time is cut off too); and
+    :class:`Stopping` as soon as the server stops (``stopping`` is set), so a slow body
+    does not hold the shutdown."""
 
-    def __init__(self, receive: Receive, timeout: float, min_rate: int | None) -> None:
+    def __init__(
+        self,
+        receive: Receive,
+        timeout: float | None,
+        min_rate: int | None,
+        stopping: asyncio.Event,
+    ) -> None:
         self.receive = receive
         self.timeout = timeout
         self.min_rate = min_rate
+        self.stopping = stopping
         self.start = time.monotonic()
         self.size = 0
 
-    def _budget(self, now: float) -> float:
+    def _wait(self, now: float) -> float | None:
+        """Seconds the next piece may take (``None``: no limit)."""
+        if self.timeout is None:
+            return None
         if self.min_rate is None:
-            return float("inf")
-        return self.start + self.timeout + self.size / self.min_rate - now
+            return self.timeout
+        return min(self.timeout, self.start + self.timeout + self.size / self.min_rate - now)
 
     async def __call__(self) -> Message:
         now = time.monotonic()
-        wait = min(self.timeout, self._budget(now))
-        if wait <= 0:
+        wait = self._wait(now)
+        if wait is not None and wait <= 0:
             raise BodyTimeout(
                 f"{self.size} byte(s) in {now - self.start:.1f} s, where a body may take "
                 f"{self.timeout:g} s plus 1 s per {self.min_rate} bytes (body_timeout, "
                 "body_min_rate)"
             )
+        receiving = asyncio.ensure_future(self.receive())
+        stopping = asyncio.ensure_future(self.stopping.wait())
         try:
-            message = await asyncio.wait_for(self.receive(), wait)
-        except TimeoutError:
-            if wait < self.timeout:
-                return await self()  # the whole body's time ran out: say so
-            raise BodyTimeout(
-                f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
-            ) from None
-        self.size += len(message.get("body", b""))
-        return message
+            await asyncio.wait(
+                (receiving, stopping), timeout=wait, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            receiving.cancel()  # no-op once done
+            stopping.cancel()
+        if receiving.done() and not receiving.cancelled():
+            message = receiving.result()
+            self.size += len(message.get("body", b""))
+            return message
+        if self.stopping.is_set():
+            raise Stopping
+        if wait is not None and self.timeout is not None and wait < self.timeout:
+            return await self()  # the whole body's time ran out: say so
+        raise BodyTimeout(
+            f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
+        )
 
 
 _SESSION_ROUTES = (
@@ -417,7 +453,8 @@ class WireApp:
         failure charged to the session): HTTP 503 when the server marked the request
         :data:`FULL` (nothing is read), 413 past ``max_body`` bytes (nothing is read when
         ``content-length`` says so), 408 when it comes slower than ``body_timeout`` and
-        ``body_min_rate`` allow. :class:`ClientGone` when the client left."""
+        ``body_min_rate`` allow, 503 when the server stops while it comes (not charged).
+        :class:`ClientGone` when the client left."""
         full = scope.get(FULL)
         if full is not None:
             self.full += 1
@@ -427,13 +464,15 @@ class WireApp:
         try:
             if declared_too_large(scope["headers"], self.max_body):
                 raise BodyTooLarge(self.max_body or 0)
-            timeout = self.body_timeout
-            paced = receive if timeout is None else _Paced(receive, timeout, self.body_min_rate)
+            paced = _Paced(receive, self.body_timeout, self.body_min_rate, self.stopping())
             return await read_body(paced, self.max_body)
         except BodyTooLarge as exc:
             message = self.too_large(exc.limit)
             self.charge(name, message)
             raise Refused(413, message, should_retry=False) from None
+        except Stopping:
+            message = "openprogram-sim: the server is stopping; the request was not answered"
+            raise Refused(503, message, should_retry=False, close=True) from None
         except BodyTimeout as exc:
             message = (
                 f"openprogram-sim: the request body came too slowly: {exc.why}; send the "
@@ -485,7 +524,7 @@ class WireApp:
         except ClientGone:
             return
         except Refused as exc:
-            await send_whole(send, exc.answer(None))
+            await exc.send(scope, send, None)
             return
         path = scope.get("path", "")
         message = (
@@ -520,7 +559,7 @@ class _SessionRoute:
         except ClientGone:
             return
         except Refused as exc:
-            await send_whole(send, exc.answer(None))
+            await exc.send(scope, send, None)
             return
         app.sweep_due(app.clock())
         ending = scope["method"] == "DELETE"
@@ -584,7 +623,7 @@ class _Models:
         except ClientGone:
             return
         except Refused as exc:
-            await send_whole(send, exc.answer("anthropic" if anthropic else "openai"))
+            await exc.send(scope, send, "anthropic" if anthropic else "openai")
             return
         body: Any
         model: dict[str, Any]
@@ -622,7 +661,7 @@ class _ModelCall:
         except ClientGone:
             return
         except Refused as exc:
-            await send_whole(send, exc.answer(self.api))
+            await exc.send(scope, send, self.api)
             return
         session = self.app.enter(name)
         if session is None:

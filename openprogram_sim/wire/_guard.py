@@ -1,0 +1,368 @@
+"""The wire server's guard against slow clients and a full server, below the app: the
+time to send a request head, the time to finish a body nobody reads, the connection cap,
+and ``accept()`` failing for want of file descriptors (logged once, counted after)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import logging
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
+
+from openprogram_sim.wire._app import CLOSE, FULL
+
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_KEEP_ALIVE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "Guard",
+    "GuardedH11",
+    "Listener",
+]
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+"""Seconds a client has to send a request's head (request line and headers), from the
+moment it connects or its previous answer ends."""
+
+DEFAULT_MAX_CONNECTIONS = 512
+"""Connections open at once (idle ones included); a request that arrives past it is
+answered with HTTP 503. Below the usual file-descriptor limit of 1,024."""
+
+DEFAULT_KEEP_ALIVE = 5
+"""Seconds an idle keep-alive connection stays open after an answer (uvicorn's
+``timeout_keep_alive``, fixed)."""
+
+_ACCEPT_FAILED = "socket.accept() out of system resource"
+"""asyncio's message for an accept() that failed with EMFILE, ENFILE, ENOBUFS or ENOMEM."""
+_OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+_SHED_IDLE = 1.0
+"""Seconds a connection must have waited with no byte of a request to be closed when the
+server runs out of descriptors (a client's request is read within a second of accept)."""
+_LINGER = 2.0
+"""Seconds a connection that ends after an error answer keeps reading (and dropping) what
+the client still sends, so that its close does not reset the connection under the answer."""
+_COUNT_EVERY = 60.0
+"""Seconds between two lines counting refused accepts or slow clients let go."""
+
+_log = logging.getLogger("openprogram_sim.wire")
+
+if sys.platform != "win32":  # imported now: with no descriptor left, an import fails
+    import resource
+
+
+class _Tally:
+    """Something that may happen without end (a refused accept, a slow client let go):
+    the first is logged in full, the rest are counted, and the count is logged at most
+    once a minute and when the server stops."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.count = 0
+        self.logged = 0
+        self._next = 0.0
+
+    def add(self, say: Callable[[str], None], first: Callable[[], str]) -> None:
+        self.count += 1
+        if self.count == 1:
+            say(first())
+            self.logged, self._next = 1, time.monotonic() + _COUNT_EVERY
+
+    def flush(self, say: Callable[[str], None], now: float, *, final: bool = False) -> None:
+        if self.count > self.logged and (final or now >= self._next):
+            more = self.count - self.logged
+            say(f"{self.what}: {more} more since the last line ({self.count} in all)")
+            self.logged, self._next = self.count, now + _COUNT_EVERY
+
+
+class Guard:
+    """The limits the server keeps below the app, on every connection: the time to send a
+    request head, the time to finish a body the answer left unread, and the connection
+    cap (marked on the request, answered by the app in its API's shape); and how refused
+    accepts and slow clients are reported (a line for the first, counts after)."""
+
+    def __init__(
+        self,
+        *,
+        header_timeout: float | None,
+        body_timeout: float | None,
+        max_connections: int | None,
+        log: Callable[[str], None] | None,
+    ) -> None:
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.max_connections = max_connections
+        self.say: Callable[[str], None] = log or _log.warning
+        self.state: ServerState | None = None
+        self.accepts = _Tally("error: accept() refused")
+        self.slow = _Tally("warning: slow clients let go")
+        self._recovered = False
+        self._refused_at = 0.0
+
+    def full(self, state: ServerState) -> str | None:
+        """The 503's message when the request now under way is one past the cap (its own
+        connection and task are counted already); ``None`` when there is room."""
+        cap = self.max_connections
+        if cap is None or (len(state.connections) <= cap and len(state.tasks) <= cap):
+            return None
+        return (
+            f"openprogram-sim: the server is full: {len(state.connections)} connections are "
+            f"open and it serves at most {cap} at once (max_connections); retry in a moment, "
+            "close idle connections, or raise the cap (serve(max_connections=...), "
+            "openprogram-sim serve --max-connections N)"
+        )
+
+    def accept_refused(self, exc: BaseException | None) -> None:
+        """accept() failed for want of descriptors: count it, and close the connections
+        idle for a while with no byte of a request, to make room."""
+        now = self._refused_at = time.monotonic()
+        self.accepts.add(self.say, lambda: self._accept_line(exc))
+        if self.state is None:
+            return
+        for connection in list(self.state.connections):
+            if isinstance(connection, GuardedH11) and connection.idle_for(now) >= _SHED_IDLE:
+                connection.shed()
+
+    def _accept_line(self, exc: BaseException | None) -> str:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return (
+            f"error: the server cannot accept connections: {why} (the process's "
+            f"file-descriptor limit{_fd_limit()} is used up). New connections wait in the "
+            "listen queue and are accepted as descriptors free up (tried once a second; "
+            f"connections idle for {_SHED_IDLE:g} s with no request are closed to make room): "
+            "raise the limit (ulimit -n), lower --max-connections, or shorten "
+            "--header-timeout. Further refusals are counted, not logged."
+        )
+
+    def accepted(self) -> None:
+        """A connection was accepted: after the first refusals, say once that it recovered
+        (a connection accepted in the round that failed does not count: asyncio retries a
+        second later)."""
+        tally = self.accepts
+        if tally.count and not self._recovered and time.monotonic() - self._refused_at > 0.5:
+            self._recovered = True
+            self.say(
+                f"the server accepts connections again (accept() was refused {tally.count} "
+                "time(s)); later refusals are only counted"
+            )
+            tally.logged = tally.count
+
+    def let_go(self, what: str) -> None:
+        """A slow client's connection was closed: ``what`` it failed to do in time."""
+        self.slow.add(
+            self.say,
+            lambda: f"warning: closed a connection that {what}; later ones are counted, not logged",
+        )
+
+    def tick(self, now: float, *, final: bool = False) -> None:
+        self.accepts.flush(self.say, now, final=final)
+        self.slow.flush(self.say, now, final=final)
+
+    def loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """The loop's exception handler: a refused accept is counted (asyncio logged a
+        traceback for each, thousands a second); anything else goes to asyncio's own."""
+        if context.get("message") == _ACCEPT_FAILED:
+            self.accept_refused(context.get("exception"))
+        else:
+            loop.default_exception_handler(context)
+
+
+def _fd_limit() -> str:
+    """``" (N)"``: the soft file-descriptor limit (``""`` where there is none to show)."""
+    if sys.platform == "win32":
+        return ""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return "" if soft == resource.RLIM_INFINITY else f" ({soft})"
+
+
+class GuardedH11(H11Protocol):
+    """uvicorn's h11 protocol under the guard's limits: a connection that has not sent a
+    whole request head ``header_timeout`` seconds after it opened (or after its previous
+    answer) is closed, with a 408 when part of a head came; one still sending a body after
+    its answer went out (a body the app did not read) has ``body_timeout`` seconds to
+    finish; a request past the connection cap is marked :data:`FULL` for the app. (uvicorn
+    has no head timeout: its ``timeout_keep_alive`` starts only after an answer.)"""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        guard: Guard,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.guard = guard
+        self.limit_concurrency = None  # the guard's cap, answered in the API's shape
+        self._inner = self.app
+        self.app = self._mark
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+        self._waiting_since: float | None = None
+        """When the connection started to wait for a request head (``None``: not now)."""
+        self._drain_timer: asyncio.TimerHandle | None = None
+        self._lingering = False
+
+    async def _mark(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        message = self.guard.full(self.server_state)
+        if message is not None:
+            scope[FULL] = message
+        await self._inner(scope, receive, send)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.guard.accepted()
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return  # the answer is out and the connection is ending: what comes is dropped
+        if self._waiting_since is not None:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        if self.scope is not None and self.scope.get(CLOSE):
+            self.server_state.total_requests += 1  # as uvicorn counts it
+            self._linger()
+            return
+        super().on_response_complete()
+        self._watch()
+
+    def _linger(self) -> None:
+        """End the connection without losing the answer just written: close the sending
+        side (the client reads the answer, then EOF), drop what the client still sends,
+        and close when it does, or ``_LINGER`` seconds later. (Closing at once with bytes
+        unread makes the kernel send a reset, which can discard the answer.)"""
+        self._lingering = True
+        self._head_timer = _cancel(self._head_timer)
+        self._drain_timer = _cancel(self._drain_timer)
+        self._unset_keepalive_if_required()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.flow.resume_reading()
+        self.loop.call_later(_LINGER, self.transport.close)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._head_timer = _cancel(self._head_timer)
+        self._drain_timer = _cancel(self._drain_timer)
+        super().connection_lost(exc)
+
+    def _watch(self) -> None:
+        """Arm or disarm the two timers for the state the connection is in now."""
+        if self._lingering:
+            return
+        if self.transport.is_closing():
+            self._head_timer = _cancel(self._head_timer)
+            self._drain_timer = _cancel(self._drain_timer)
+            return
+        theirs = self.conn.their_state
+        head_timeout = self.guard.header_timeout
+        if theirs is not h11.IDLE:
+            self._head_timer = _cancel(self._head_timer)
+            self._waiting_since = None
+        elif self._waiting_since is None:
+            self._waiting_since, self._head_bytes = time.monotonic(), 0
+            if head_timeout is not None:
+                self._head_timer = self.loop.call_later(head_timeout, self._head_late)
+        unread = theirs is h11.SEND_BODY and self.cycle is not None and self.cycle.response_complete
+        body_timeout = self.guard.body_timeout
+        if not unread:
+            self._drain_timer = _cancel(self._drain_timer)
+        elif self._drain_timer is None and body_timeout is not None:
+            self._drain_timer = self.loop.call_later(body_timeout, self._drain_late)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds the connection has waited for a request with no byte of one (0: it is
+        not waiting, or part of a head came)."""
+        since = self._waiting_since
+        if since is None or self._head_bytes or self.transport.is_closing():
+            return 0.0
+        return now - since
+
+    def shed(self) -> None:
+        """Close this idle connection: the server needs its descriptor."""
+        self.guard.let_go("was idle with no request when the server ran out of descriptors")
+        self.transport.close()
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        timeout = self.guard.header_timeout
+        if self._head_bytes:
+            message = (
+                f"openprogram-sim: the request head (request line and headers) did not arrive "
+                f"within {timeout:g} s (the server's header_timeout); send it at once, or raise "
+                "the limit (serve(header_timeout=...), openprogram-sim serve --header-timeout "
+                "SECONDS)"
+            )
+            self.transport.write(_raw_answer(408, "Request Timeout", message, "timeout"))
+            what = f"sent only {self._head_bytes} byte(s) of a request head in {timeout:g} s"
+            self.guard.let_go(what + " (header_timeout)")
+            self._linger()
+        else:
+            self.guard.let_go(f"sent nothing for {timeout:g} s (header_timeout)")
+            self.transport.close()
+
+    def _drain_late(self) -> None:
+        self._drain_timer = None
+        if self.transport.is_closing():
+            return
+        timeout = self.guard.body_timeout
+        self.guard.let_go(
+            f"was still sending a request body {timeout:g} s after its answer (body_timeout)"
+        )
+        self._linger()
+
+
+def _cancel(timer: asyncio.TimerHandle | None) -> asyncio.TimerHandle | None:
+    """Cancel ``timer`` (if any); ``None``, for the attribute that held it."""
+    if timer is not None:
+        timer.cancel()
+    return None
+
+
+def _raw_answer(status: int, reason: str, message: str, kind: str) -> bytes:
+    """A whole HTTP/1.1 error answer, written before h11 has a request to answer."""
+    body = json.dumps({"error": {"message": message, "type": kind}}).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class Listener(socket.socket):
+    """The listening socket. asyncio accepts up to ``backlog`` (2,048) connections each
+    time the socket is ready, and when accept() fails for want of descriptors it logs the
+    failure, retries in a second, and still tries the rest of that round: 2,048 failures
+    (and tracebacks) a second. After one such failure this socket answers the rest of the
+    round as an empty queue."""
+
+    _refusing = False
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        if self._refusing:
+            raise BlockingIOError(errno.EAGAIN, "the last accept() ran out of resources")
+        try:
+            return super().accept()
+        except OSError as exc:
+            if exc.errno in _OUT_OF_RESOURCES:
+                self._refusing = True
+                asyncio.get_running_loop().call_soon(self._clear)
+            raise
+
+    def _clear(self) -> None:
+        self._refusing = False
