@@ -15,6 +15,10 @@ JSON object as the last line of its output. Rows:
 - ``plugin_overhead_ms_per_item``: what a ``pytest --openprogram-scenarios`` item costs beyond
   a trivial test item and the scenario's own in-process time (same count, same run);
 - ``fuzz_examples_per_s``: ``openprogram-sim fuzz`` examples per second on one core;
+- ``tools_fuzz_runs_per_s``: ``openprogram-sim fuzz --registry`` over a registry of three
+  simple tools, each run in the sandbox process, with the default workers (2);
+  ``tools_fuzz_ratio_to_loop``: that against the loop campaign's rate measured in the same
+  part, back to back;
 - ``rss_growth_pct``: resident memory after 1,000 runs of a 50-round scenario against after
   100;
 - ``serve_*``: the wire server (``bench/serve_throughput.py``): streamed 10-piece replies
@@ -187,6 +191,71 @@ def part_fuzz(quick: bool) -> dict[str, Any]:
     return {"fuzz_examples_per_s": round(best)}
 
 
+SIMPLE_TOOLS = '''
+from openprogram import ToolRegistry, function
+
+registry = ToolRegistry()
+
+
+@function(registry=registry)
+def add(a: int, b: int) -> int:
+    """Adds.
+
+    Args:
+        a: A number.
+        b: Another.
+    """
+    return a + b
+
+
+@function(registry=registry)
+def echo(text: str) -> str:
+    """Echoes.
+
+    Args:
+        text: What to echo.
+    """
+    return text
+
+
+@function(registry=registry)
+def upper(text: str, times: int = 1) -> str:
+    """Upper-cases.
+
+    Args:
+        text: The text.
+        times: How many times.
+    """
+    return text.upper() * max(0, min(times, 3))
+'''
+
+
+def part_tools_fuzz(quick: bool) -> dict[str, Any]:
+    from openprogram_sim.fuzz import ToolTarget, run_campaign, run_tool_campaign
+    from openprogram_sim.fuzz.tools import DEFAULT_WORKERS
+
+    examples = 1000 if quick else 3000
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "bench_simple_tools.py").write_text(SIMPLE_TOOLS)
+        target = ToolTarget.load(registry="bench_simple_tools:registry", pythonpath=[tmp])
+        workers = min(DEFAULT_WORKERS, os.cpu_count() or 1)
+        tools_best = loop_best = 0.0
+        for seed in (2, 3) if quick else (2, 3, 4):
+            result = run_tool_campaign(target, examples, seed=seed, workers=workers,
+                                       regressions=None)  # fmt: skip
+            if result.failure is not None:
+                raise SystemExit(f"the tools campaign broke: {result.failure.violations}")
+            tools_best = max(tools_best, result.runs_per_second)
+            loop = run_campaign(examples, seed=seed, workers=1, regressions=None)
+            loop_best = max(loop_best, loop.runs_per_second)
+    return {
+        "tools_fuzz_runs_per_s": round(tools_best),
+        "tools_fuzz_workers": workers,
+        "tools_fuzz_loop_examples_per_s": round(loop_best),
+        "tools_fuzz_ratio_to_loop": round(tools_best / loop_best, 2) if loop_best else None,
+    }
+
+
 def _rss_kb() -> int:
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
@@ -260,6 +329,7 @@ PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "cli": part_cli,
     "plugin": part_plugin,
     "fuzz": part_fuzz,
+    "tools_fuzz": part_tools_fuzz,
     "rss": part_rss,
     "serve": part_serve,
     "cassette": part_cassette,
@@ -273,6 +343,8 @@ GOALS = {
     "cli_library_s": ("< 1 s", lambda v: v < 1),
     "plugin_overhead_ms_per_item": ("< 1 ms", lambda v: v < 1),
     "fuzz_examples_per_s": ("≥ 1,000", lambda v: v >= 1000),
+    "tools_fuzz_runs_per_s": ("≥ 300", lambda v: v >= 300),
+    "tools_fuzz_ratio_to_loop": ("≥ 0.4", lambda v: v >= 0.4),
     "rss_growth_pct": ("< 10 %", lambda v: v < 10),
 }
 

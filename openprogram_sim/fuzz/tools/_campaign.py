@@ -182,8 +182,8 @@ def _run_tool_chunk(
 
     scenarios = user_scenario_strategy(tools, options)
 
+    @chunk_settings(chunk, search)  # outside the seed, which would drop its database
     @hypothesis_seed(chunk.seed)
-    @chunk_settings(chunk, search)
     @given(st.lists(scenarios, min_size=chunk.batch, max_size=chunk.batch))
     def search_batches(batch: list[dict[str, Any]]) -> None:
         run_batch(batch)
