@@ -110,16 +110,25 @@ def _undo(data: bytes, coding: str, limit: int) -> bytes:
         raise NotEncoded("the body is not valid deflate data") from None
 
 
+_STEP = 1 << 20
+
+
 def _bounded(data: bytes, wbits: int, limit: int) -> bytes:
+    """``data`` inflated, once a first pass (that keeps nothing) has measured it within
+    ``limit``: a bomb is refused holding 1 MiB at a time, not ``limit`` bytes."""
+    measure = zlib.decompressobj(wbits)
+    size, rest = 0, data
+    while True:
+        size += len(piece := measure.decompress(rest, _STEP))
+        if size > limit:
+            raise BodyTooLarge(f"it inflates past {limit:,} bytes")
+        rest = measure.unconsumed_tail
+        if not rest and len(piece) < _STEP:
+            break
+    if size + len(measure.flush()) > limit:
+        raise BodyTooLarge(f"it inflates past {limit:,} bytes")
     decoder = zlib.decompressobj(wbits)
-    out = decoder.decompress(data, limit + 1)
-    if len(out) > limit or decoder.unconsumed_tail:
-        raise BodyTooLarge(f"it inflates past {limit:,} bytes")
-    # all input is consumed with room to spare, so what flush gives is what zlib held back
-    out += decoder.flush()
-    if len(out) > limit:
-        raise BodyTooLarge(f"it inflates past {limit:,} bytes")
-    return out
+    return decoder.decompress(data) + decoder.flush()
 
 
 def without_encoding(headers: dict[str, list[str]], size: int) -> dict[str, list[str]]:
