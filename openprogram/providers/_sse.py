@@ -150,8 +150,11 @@ class SSEDecoder:
             event = self._line(line)
             if event is not None:
                 events.append(event)
-        if rest:
-            self._hold(rest)
+        if rest:  # _hold, inlined: this is the hot path
+            self._held += len(rest)
+            if self._held > MAX_LINE:
+                raise _too_long("line", self._held)
+            self._pending.append(rest)
         return events
 
     def _line(self, line: str) -> SSEEvent | None:
