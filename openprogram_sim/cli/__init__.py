@@ -10,9 +10,15 @@ real sessions as cassettes.
     openprogram-sim record SCENARIO [--model PROVIDER:MODEL] [--cassette PATH]
                            [--base-url URL] [--record-mode MODE]
     openprogram-sim distill CASSETTE [--scenario SCENARIO] [-o FILE]
+    openprogram-sim check TRACE_FILE [--properties FILE] [--trajectory FILE]
 
 One module per subcommand (``run``, ``schema``, ``init``, ``serve``, ``fuzz``, ``record``,
-``distill``).
+``distill``, ``check``).
+
+``check`` reads a trace that did not come from a run here (``run --json``'s output, a
+trace written by hand) and checks it with a suite's ``expect.properties`` and
+``expect.trajectory`` rules: 0 when every trace holds them, 1 when one does not, 2 when a
+file cannot be read.
 
 ``run`` prints one line per scenario (verdict, rounds, duration, title), then the diff of
 each failure and a summary; a progress bar is drawn on stderr for long runs in a terminal.

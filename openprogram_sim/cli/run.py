@@ -75,6 +75,9 @@ class ScenarioResult:
             ],
             trace=outcome.trace,
         )
+        from openprogram_sim.report import expectation_checks  # the report's own view
+
+        data.update(expectation_checks(self.verdict))  # trajectory: [...], properties: [...]
         return data
 
 

@@ -187,7 +187,7 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         from openprogram_sim.errors import ScenarioError
         from openprogram_sim.play import check_outcome, run_scenario
-        from openprogram_sim.report import scenario_props
+        from openprogram_sim.report import expectation_checks, junit_properties, scenario_props
 
         assert self.scenario is not None, "a scenario item runs once"
         values = {name: self.funcargs[name] for name in self.wanted}
@@ -198,6 +198,8 @@ class ScenarioItem(pytest.Item):
         self.verdict = verdict = check_outcome(outcome)
         for key, value in scenario_props(verdict).items():
             self.user_properties.append((key, value))
+        # the trajectory's score and each rule's verdict, passed or not (JUnit <property>)
+        self.user_properties += junit_properties(expectation_checks(verdict))
         if not verdict.passed:
             raise ScenarioFailed(verdict)
 

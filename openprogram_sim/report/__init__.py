@@ -8,12 +8,17 @@ Build records with :func:`scenario_record`, :func:`invalid_record` or
     records = [scenario_record(verdict, id="scenarios/x.yaml", path="scenarios/x.yaml")]
     write_report("reports/report.html", records)
 
+A scenario's record also carries its trajectory's graded score and each property's
+verdict (:func:`expectation_checks`), which the plugin writes as JUnit properties
+(:func:`junit_properties`) too.
+
 Each run of a record carries its timeline, the tree of execs, rounds and items that
 :func:`build_timeline` makes from its trace; the page's script only draws it.
 
 Used by the pytest plugin (``--openprogram-report``) and by ``openprogram-sim run --report``.
 """
 
+from openprogram_sim.report._expectations import expectation_checks, junit_properties
 from openprogram_sim.report._records import (
     format_verdict,
     invalid_record,
@@ -29,8 +34,10 @@ from openprogram_sim.report._timeline import build_timeline
 __all__ = [
     "build_timeline",
     "embed_json",
+    "expectation_checks",
     "format_verdict",
     "invalid_record",
+    "junit_properties",
     "python_record",
     "render_report",
     "run_entry",

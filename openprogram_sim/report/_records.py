@@ -7,8 +7,11 @@ Records are what the report renders and what pytest-xdist workers ship to the co
     status ("passed" | "failed" | "error" | "skipped"), duration (seconds),
     props (see :func:`trace_properties`), failure (the diff text), issues (load errors),
     result, error, runs: [{label, trace, numbers, usage, steering, follow_ups, timeline}],
-    and for a scenario run behaviours: {exercised: [ids], asserted: [ids]} (the loop
-    behaviours of :mod:`openprogram_sim.coverage` it exercised and those its expect: asserts)
+    for a scenario run trajectory and properties (its graded trajectories and each rule's
+    verdict: see :func:`~openprogram_sim.report.expectation_checks`), and behaviours:
+    {exercised: [ids], asserted: [ids], expectations: [keys]} (the loop behaviours of
+    :mod:`openprogram_sim.coverage` it exercised, those its expect: asserts, and the
+    trajectory modes and property rules it asserts with)
 
 A run's ``trace`` is the trace without ``message_start``/``message_update`` entries (the
 ``message_end`` carries the same fields), which keeps large suites small; ``numbers`` gives
@@ -23,6 +26,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from openprogram_sim.report._expectations import expectation_checks
 from openprogram_sim.report._timeline import build_timeline
 
 if TYPE_CHECKING:
@@ -179,6 +183,7 @@ def scenario_record(verdict: Verdict, *, id: str, path: str) -> dict[str, Any]:
         "result": plain(result) if result is not None else None,
         "error": outcome.error_text,
         "runs": _scenario_runs(verdict),
+        **expectation_checks(verdict),
         "behaviours": _behaviours(verdict),
     }
 

@@ -77,6 +77,13 @@ def _stats(record: Mapping[str, Any]) -> str:
         if key in props:
             n = props[key]
             parts.append(f"{n} {noun}{'' if n == 1 else 's'}")
+    for t in record.get("trajectory") or ():
+        if "score" in t:
+            parts.append(f"trajectory {t['score']:.2f}")
+    rules = record.get("properties") or ()
+    if rules:
+        held = sum(1 for p in rules if p.get("held"))
+        parts.append(f"properties {held}/{len(rules)} held")
     parts.append(_seconds(float(record.get("duration") or 0)))
     return " · ".join(parts)
 
