@@ -262,6 +262,15 @@ class _Builder:
                 raise UnsupportedSchema("$ref", path, f"{ref!r} names no definition")
         raise UnsupportedSchema("$ref", path, f"{ref!r} is not a reference into $defs")
 
+    def mixed(
+        self, schema: Mapping[str, Any], special: Sequence[Any], general: st.SearchStrategy[Any]
+    ) -> st.SearchStrategy[Any]:
+        """``general`` with the values where bugs live that fit (half of the draws), and the
+        user's literals that fit (a third, when there are any)."""
+        drawn = _sample(self.fits(schema, special), general)
+        own = self.fits(schema, self.literals)
+        return st.one_of(drawn, st.sampled_from(own)) if own else drawn
+
     # -- the walk ----------------------------------------------------------------------
 
     def build(self, schema: Any, path: str, refs: tuple[str, ...] = ()) -> st.SearchStrategy[Any]:
@@ -413,23 +422,22 @@ class _Builder:
             klow = None if ilow is None else -((-ilow) // step)
             khigh = None if ihigh is None else ihigh // step
             general: st.SearchStrategy[Any] = st.integers(klow, khigh).map(lambda k: k * step)
-            special = _values.integers(ilow, ihigh, step, self.literals)
-            return _sample(self.fits(schema, special), general)
+            special = _values.integers(ilow, ihigh, step)
+            return self.mixed(schema, special, general)
         if step is not None:
             if kind == "integer":
                 raise UnsupportedSchema("multipleOf", path, f"{step!r} on an integer")
             return self.float_multiples(float(step), low, high, schema, path)
         if kind == "integer":
-            special = _values.integers(ilow, ihigh, None, self.literals)
-            return _sample(self.fits(schema, special), st.integers(ilow, ihigh))
+            special = _values.integers(ilow, ihigh, None)
+            return self.mixed(schema, special, st.integers(ilow, ihigh))
         floats = st.floats(low, high, exclude_min=ex_low and low is not None,
                            exclude_max=ex_high and high is not None, allow_nan=False,
                            allow_infinity=False)  # fmt: skip
         general = floats if ilow is not None and ihigh is not None and ilow > ihigh else (
             st.integers(ilow, ihigh) | floats)  # fmt: skip
-        special = _values.numbers(low, high, exclude_low=ex_low, exclude_high=ex_high,
-                                  extra=self.literals)  # fmt: skip
-        return _sample(self.fits(schema, special), general)
+        special = _values.numbers(low, high, exclude_low=ex_low, exclude_high=ex_high)
+        return self.mixed(schema, special, general)
 
     def float_multiples(
         self, step: float, low: float | None, high: float | None, schema: Mapping[str, Any],
@@ -479,8 +487,8 @@ class _Builder:
             general = _pattern_strategy(pattern, low, high)
         else:
             general = st.text(_CHARS, min_size=low, max_size=high)
-        special = _values.strings(low, high, self.literals)
-        return _sample(self.fits(schema, special), general)
+        special = _values.strings(low, high)
+        return self.mixed(schema, special, general)
 
     # -- containers -------------------------------------------------------------------
 
