@@ -4,6 +4,9 @@ log, another machine's ``run --json``).
 
 The trace file is JSON, one of
 
+- OpenTelemetry GenAI spans as OTLP JSON (``{"resourceSpans": [...]}``, or one such object
+  a line), told by that key: each trace id is one trace, rebuilt from its ``invoke_agent``,
+  ``chat`` and ``execute_tool`` spans (:mod:`openprogram_sim.trace._otel`),
 - a list of trace entries (each ``{"type": ..., "depth": ..., "round": ...}`` and the fields
   of its event, as :mod:`openprogram_sim.trace` normalizes them),
 - ``{"trace": [entries]}`` (optionally with ``"path"`` or ``"title"`` naming it): one run,
@@ -39,6 +42,7 @@ from openprogram_sim.trace import (
     match_trajectory,
     render_failures,
 )
+from openprogram_sim.trace._otel import OtlpError, is_otlp, otlp_traces
 
 __all__ = ["CheckFileError", "add_parser", "command", "read_rules", "read_traces"]
 
@@ -171,7 +175,13 @@ def read_traces(path: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" and '"resourceSpans"' in text:  # OTLP JSON Lines
+            yield from _spans(text, path)
+            return
         raise CheckFileError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    if is_otlp(data):
+        yield from _spans(data, path)
+        return
     if isinstance(data, dict) and isinstance(data.get("scenarios"), list):
         runs = [(f"{path}: {s.get('path', i + 1)}", s) for i, s in enumerate(data["scenarios"])]
         runs = [(name, s) for name, s in runs if isinstance(s, dict) and "trace" in s]
@@ -195,6 +205,14 @@ def read_traces(path: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:
                     '"depth" and "round")'
                 )
         yield name, trace
+
+
+def _spans(data: Any, path: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The traces OpenTelemetry GenAI spans (OTLP JSON) rebuild."""
+    try:
+        return otlp_traces(data, path)
+    except OtlpError as exc:
+        raise CheckFileError(str(exc)) from None
 
 
 def _check_one(
@@ -272,10 +290,14 @@ def command(args: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> None:
     check = sub.add_parser(
         "check",
-        help="check a trace file (openprogram-sim run --json, or a trace) against properties "
-        "and a trajectory",
+        help="check a trace file (openprogram-sim run --json, a trace, OpenTelemetry GenAI "
+        "spans) against properties and a trajectory",
     )
-    check.add_argument("trace", metavar="TRACE_FILE", help="the trace JSON")
+    check.add_argument(
+        "trace",
+        metavar="TRACE_FILE",
+        help="the trace JSON (run --json, --trace-out's files, or OTLP JSON GenAI spans)",
+    )
     check.add_argument(
         "--properties", metavar="FILE", help="YAML: a list of rules (as expect.properties)"
     )

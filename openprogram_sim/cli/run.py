@@ -17,6 +17,8 @@ from openprogram_sim.coverage._cli import RunCoverage
 from openprogram_sim.coverage._cli import add_arguments as add_coverage_arguments
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.play import Verdict, check_outcome, run_scenario
+from openprogram_sim.report._otel_export import OtelMissingError, otlp_json
+from openprogram_sim.report._trace_out import TraceOut
 from openprogram_sim.scenario import discover, load_scenario
 
 __all__ = ["ScenarioResult", "add_parser", "command", "run_paths"]
@@ -228,7 +230,8 @@ def command(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         provider = _provider(args.model, args.base_url)
-    except (OpenProgramError, ValueError) as exc:
+        trace_out = _trace_out(args.trace_out, args.otel)
+    except (OpenProgramError, ValueError, OtelMissingError) as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
     try:
@@ -268,6 +271,8 @@ def command(args: argparse.Namespace) -> int:
     floor = 0
     if coverage is not None:
         floor = coverage.finish(behaviours, results, text=not args.json, out=sys.stdout)
+    if not _write_traces(results, trace_out):
+        return 2
     if args.report:
         tools = coverage.tools if coverage is not None and coverage.code is not None else None
         _write_report(results, args.report, elapsed, tool_code=tools)
@@ -275,6 +280,44 @@ def command(args: argparse.Namespace) -> int:
         print("openprogram-sim: no scenario files found", file=sys.stderr)
         return 2
     return _exit_code(results, floor)
+
+
+def _trace_out(folder: str | None, otel: bool) -> TraceOut | None:
+    """Where ``--trace-out`` writes, checked before any run: ``--otel`` needs it and the
+    OpenTelemetry SDK (the ``otel`` extra)."""
+    if folder is None:
+        if otel:
+            raise ValueError("--otel writes spans beside the traces: give --trace-out DIR too")
+        return None
+    if otel:
+        otlp_json([], title="")  # raises OtelMissingError naming the extra
+    return TraceOut(Path(folder), otel=otel)
+
+
+def _write_traces(results: list[ScenarioResult], out: TraceOut | None) -> bool:
+    """Each run's trace (and spans) into ``out`` (if given); False, said on stderr, when a
+    file cannot be written."""
+    if out is None:
+        return True
+    base = Path.cwd().resolve()
+    count = 0
+    for result in results:
+        if result.verdict is None:  # did not load, or interrupted: no run to write
+            continue
+        outcome = result.verdict.outcome
+        try:
+            count += len(out.write(
+                outcome.trace, path=_relative(result.path, base),
+                title=outcome.scenario.scenario, model=getattr(outcome.provider, "model", None),
+                api=getattr(outcome.provider, "api", None), duration=outcome.duration,
+            ))  # fmt: skip
+        except OSError as exc:
+            print(
+                f"openprogram-sim: --trace-out {out.folder}: cannot write: {exc}", file=sys.stderr
+            )
+            return False
+    print(f"openprogram-sim: {count} trace file(s) written to {out.folder}", file=sys.stderr)
+    return True
 
 
 def _exit_code(results: list[ScenarioResult], floor: int) -> int:
@@ -335,6 +378,18 @@ def add_parser(sub: Any) -> None:
         help="only scenarios tagged TAG (repeat for any of several; 'not TAG' drops them)",
     )
     run.add_argument("--report", metavar="PATH", help="also write a self-contained HTML report")
+    run.add_argument(
+        "--trace-out",
+        metavar="DIR",
+        help="write each run's trace to DIR as JSON (one file a scenario; openprogram-sim "
+        "check reads it)",
+    )
+    run.add_argument(
+        "--otel",
+        action="store_true",
+        help="with --trace-out: also write each run as OpenTelemetry GenAI spans (OTLP JSON; "
+        "needs the otel extra)",
+    )
     add_pythonpath(run, "tools")
     run.add_argument(
         "--model",
