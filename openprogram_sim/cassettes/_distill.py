@@ -253,16 +253,17 @@ _STUBS = ("returns", "raises", "outcomes")
 def _real_tools(scenario: Any) -> list[tuple[str, str, Any]]:
     """``(name, import path or "", object)`` of each real tool the scenario runs: its
     ``python:`` entries, then the tools of its ``registry:`` it does not name itself."""
-    from openprogram_sim.scenario import import_ref, import_roots, ref_of
+    from openprogram_sim.scenario import ref_of, resolve_python
 
-    roots = import_roots(scenario.path or None)
+    # the run's own import, with its checks (stdlib callables refused, names known)
+    objects = resolve_python(scenario)
     found = [
-        (name, str(spec.python), import_ref(str(spec.python), roots))
+        (name, str(spec.python), objects[str(spec.python)])
         for name, spec in scenario.tools.items()
         if spec.python is not None
     ]
     if scenario.registry:
-        for tool in import_ref(scenario.registry, roots).tools():
+        for tool in objects[scenario.registry].tools():
             if tool.name not in scenario.tools:
                 source = tool.source or tool
                 found.append((tool.name, ref_of(source) or "", source))

@@ -146,3 +146,35 @@ def test_a_tool_already_stubbed_keeps_its_stub(recorded, tmp_path) -> None:
         "outcomes": [{"returns": 2}],
     }
     assert check_outcome(run_scenario(load_scenario(tmp_path / "distilled.yaml"))).passed
+
+
+def test_distill_imports_through_the_run_so_stdlib_callables_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``distill --scenario`` imports the scenario's tools as a run does: a tool whose body is
+    a standard-library callable is refused with the setting that allows it."""
+    from openprogram_sim.cassettes._distill import _real_tools
+    from openprogram_sim.errors import ScenarioError
+
+    module = f"shelltools_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(
+        "from subprocess import getoutput\n"
+        "shell = {'spec': {'name': 'shell', 'description': 'Run a command.',\n"
+        "          'parameters': {'type': 'object', 'properties': {'cmd': {'type': 'string'}}}},\n"
+        "         'execute': getoutput}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "shell.yaml"
+    path.write_text(
+        "scenario: a shell as a tool\n"
+        "exec: {content: Hi}\n"
+        "tools:\n"
+        f'  shell: {{python: "{module}:shell"}}\n'
+        "model: [{text: Hello}]\n"
+        "expect: {result: Hello}\n"
+    )
+    with pytest.raises(ScenarioError) as raised:
+        _real_tools(load_scenario(path))
+    text = str(raised.value)
+    assert "subprocess.getoutput" in text
+    assert "allow-stdlib-callables" in text
