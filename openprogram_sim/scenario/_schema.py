@@ -755,8 +755,8 @@ class Scenario(_Model):
     """The folders the loader resolved the file's Python references from (None: built in
     Python, resolved from its ``path`` when it runs)."""
     _python: dict[str, Any] = PrivateAttr(default_factory=dict)
-    """The user's objects the scenario's ``python:``/``registry:`` references name
-    (imported by the loader)."""
+    """The user's objects the scenario's ``python:``/``registry:``/``call:`` references
+    name, imported when a run starts (``resolve_python``), never by the loader."""
 
     def __eq__(self, other: object) -> bool:
         # Two scenarios are equal when their contents are: where each was loaded from (the
