@@ -21,7 +21,9 @@ evidence of it: an expected event the check matched to one of the behaviour's wi
 events, naming one of its fields (not as ``{$any: true}``); an expected request that selects
 a witness request, naming one of its fields; or ``result``, ``raises``, ``model_calls`` or
 ``counts`` where the behaviour lists them. A behaviour that happens but that no expectation
-checks is *exercised, unasserted*. ``not_events`` never asserts one.
+checks is *exercised, unasserted*. ``not_events`` never asserts one. Beside the
+behaviours, the suite counts the scenarios that assert with each trajectory mode and each
+property rule (:data:`EXPECTATION_KEYS`: ``trajectory.in_order``, ``property.at_most``).
 
 With ``--coverage-source PKG``, :class:`CodeCoverage` measures the user's code with
 coverage.py, one dynamic context per scenario, into a normal ``.coverage`` file;
@@ -29,6 +31,7 @@ coverage.py, one dynamic context per scenario, into a normal ``.coverage`` file;
 each behaviour nothing exercises, on the suite's own tools.
 """
 
+from openprogram_sim.coverage._asserted import EXPECTATION_KEYS, expectation_keys
 from openprogram_sim.coverage._catalogue import (
     CATALOGUE,
     Behaviour,
@@ -53,6 +56,7 @@ from openprogram_sim.coverage._summary import BehaviourCoverage, RunBehaviours, 
 
 __all__ = [
     "CATALOGUE",
+    "EXPECTATION_KEYS",
     "Behaviour",
     "BehaviourCoverage",
     "CodeCoverage",
@@ -67,6 +71,7 @@ __all__ = [
     "classify",
     "code_table",
     "combine",
+    "expectation_keys",
     "locate",
     "parse_ids",
     "starter_document",

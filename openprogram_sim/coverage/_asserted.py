@@ -16,6 +16,11 @@ An expectation asserts a behaviour when it checks one of the behaviour's witness
   ``expect.counts.<event type>`` assert the witnesses that name them.
 
 ``not_events`` never asserts a behaviour: an absence says nothing about what happened.
+
+Beside the behaviours, :func:`expectation_keys` names what a scenario asserts with the
+expectations that hold for a real model: ``trajectory.<mode>`` for each
+``expect.trajectory`` and ``property.<rule>`` for each rule of ``expect.properties`` (a
+conversation's execs included), so a suite sees which modes and rules it uses at all.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram_sim.coverage._classify import Evidence, Witness
-from openprogram_sim.scenario import Expect
-from openprogram_sim.trace import event_matches
+from openprogram_sim.scenario import Expect, Scenario
+from openprogram_sim.trace import MODES, RULES, event_matches
 
-__all__ = ["Checked", "asserted_ids", "checked_by"]
+__all__ = ["EXPECTATION_KEYS", "Checked", "asserted_ids", "checked_by", "expectation_keys"]
+
+EXPECTATION_KEYS = (*(f"trajectory.{m}" for m in MODES), *(f"property.{r}" for r in RULES))
+"""What :func:`expectation_keys` counts: each trajectory mode, then each property rule."""
 
 _ANY = {"$any": True}
 
@@ -154,3 +162,16 @@ def asserted_ids(evidence: Evidence, checked: Checked) -> set[str]:
         if len(groups) >= 2:
             out.add(name)
     return out
+
+
+def expectation_keys(scenario: Scenario) -> list[str]:
+    """``trajectory.<mode>`` and ``property.<rule>`` for each trajectory and rule that
+    ``scenario`` (and each exec of its conversation) asserts, once each, in the order of
+    :data:`EXPECTATION_KEYS`."""
+    expects = [scenario.expect, *(step.expect for step in scenario.conversation or ())]
+    found = set()
+    for expect in expects:
+        if expect.trajectory is not None:
+            found.add(f"trajectory.{expect.trajectory.mode}")
+        found.update(f"property.{name}" for rule in expect.properties for name in rule)
+    return [key for key in EXPECTATION_KEYS if key in found]

@@ -6,7 +6,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openprogram_sim.coverage._asserted import asserted_ids, checked_by
+from openprogram_sim.coverage._asserted import (
+    EXPECTATION_KEYS,
+    asserted_ids,
+    checked_by,
+    expectation_keys,
+)
 from openprogram_sim.coverage._catalogue import CATALOGUE, behaviour, parse_ids
 from openprogram_sim.coverage._classify import Evidence, classify
 
@@ -25,20 +30,27 @@ def _ordered(ids: Iterable[str]) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class RunBehaviours:
     """What one scenario run did: the behaviours it exercised, those of them its
-    expectations assert, and the evidence (trace events, requests, ``expect:`` keys)."""
+    expectations assert, and the evidence (trace events, requests, ``expect:`` keys); and
+    the trajectory modes and property rules it asserts with (``trajectory.in_order``,
+    ``property.at_most``: see :func:`~openprogram_sim.coverage._asserted.expectation_keys`)."""
 
     exercised: tuple[str, ...]
     asserted: tuple[str, ...]
     evidence: Evidence
+    expectations: tuple[str, ...] = ()
 
     @property
     def unasserted(self) -> tuple[str, ...]:
         return tuple(b for b in self.exercised if b not in self.asserted)
 
     def to_json(self) -> dict[str, list[str]]:
-        """``{"exercised": [...], "asserted": [...]}``, in catalogue order (what a report
-        record carries)."""
-        return {"exercised": list(self.exercised), "asserted": list(self.asserted)}
+        """``{"exercised": [...], "asserted": [...], "expectations": [...]}``, in catalogue
+        order (what a report record carries)."""
+        return {
+            "exercised": list(self.exercised),
+            "asserted": list(self.asserted),
+            "expectations": list(self.expectations),
+        }
 
 
 def behaviours_of(outcome: RunOutcome) -> RunBehaviours:
@@ -54,7 +66,10 @@ def behaviours_of(outcome: RunOutcome) -> RunBehaviours:
     checked = checked_by(outcome.scenario.expect, outcome.trace, requests)
     asserted = asserted_ids(evidence, checked)
     return RunBehaviours(
-        exercised=tuple(_ordered(evidence)), asserted=tuple(_ordered(asserted)), evidence=evidence
+        exercised=tuple(_ordered(evidence)),
+        asserted=tuple(_ordered(asserted)),
+        evidence=evidence,
+        expectations=tuple(expectation_keys(outcome.scenario)),
     )
 
 
@@ -79,7 +94,9 @@ def _requests(outcome: RunOutcome) -> Sequence[Mapping[str, Any]]:
 
 class BehaviourCoverage:
     """A suite's behaviour coverage: per behaviour of the catalogue, the scenarios (paths)
-    that exercise it and those that also assert it.
+    that exercise it and those that also assert it; per trajectory mode and property rule
+    (:data:`~openprogram_sim.coverage._asserted.EXPECTATION_KEYS`), the scenarios that
+    assert with it.
 
     Build it with :meth:`add` per scenario, or :meth:`from_records` from report records
     (what pytest-xdist workers send), and merge two with :meth:`update`."""
@@ -87,6 +104,7 @@ class BehaviourCoverage:
     def __init__(self) -> None:
         self.exercised: dict[str, list[str]] = {b.id: [] for b in CATALOGUE}
         self.asserted: dict[str, list[str]] = {b.id: [] for b in CATALOGUE}
+        self.expectations: dict[str, list[str]] = {k: [] for k in EXPECTATION_KEYS}
         self.scenarios: list[str] = []
 
     def add(self, path: str, run: RunBehaviours | Mapping[str, Sequence[str]]) -> None:
@@ -94,7 +112,7 @@ class BehaviourCoverage:
         data = run.to_json() if isinstance(run, RunBehaviours) else run
         if path not in self.scenarios:
             self.scenarios.append(path)
-        for key, table in (("exercised", self.exercised), ("asserted", self.asserted)):
+        for key, table in self._tables():
             for id in data.get(key, ()):
                 paths = table.setdefault(id, [])
                 if path not in paths:
@@ -119,13 +137,23 @@ class BehaviourCoverage:
                 coverage.add(path, {"exercised": [id]})
             for path in entry.get("asserted", ()):
                 coverage.add(path, {"asserted": [id]})
+        for key, paths in (data.get("expectations") or {}).items():
+            for path in paths:
+                coverage.add(path, {"expectations": [key]})
         return coverage
+
+    def _tables(self) -> tuple[tuple[str, dict[str, list[str]]], ...]:
+        return (
+            ("exercised", self.exercised),
+            ("asserted", self.asserted),
+            ("expectations", self.expectations),
+        )
 
     def update(self, other: BehaviourCoverage) -> None:
         for path in other.scenarios:
             if path not in self.scenarios:
                 self.scenarios.append(path)
-        for mine, theirs in ((self.exercised, other.exercised), (self.asserted, other.asserted)):
+        for (_, mine), (_, theirs) in zip(self._tables(), other._tables(), strict=True):
             for id, paths in theirs.items():
                 known = mine.setdefault(id, [])
                 known.extend(p for p in paths if p not in known)
@@ -162,7 +190,9 @@ class BehaviourCoverage:
     def to_json(self) -> dict[str, Any]:
         """``{"behaviours": {id: {"exercised": [paths], "asserted": [paths]}}}`` (every id
         of the catalogue, in its order; paths sorted), with ``exercised_percent`` and
-        ``asserted_percent``."""
+        ``asserted_percent``; and ``{"expectations": {key: [paths]}}``, each trajectory
+        mode and property rule (``trajectory.exact``, ..., ``property.ends_with``) with the
+        scenarios that assert with it."""
         return {
             "behaviours": {
                 b.id: {
@@ -173,6 +203,7 @@ class BehaviourCoverage:
             },
             "exercised_percent": round(self.percent, 2),
             "asserted_percent": round(self.asserted_percent, 2),
+            "expectations": {k: sorted(self.expectations.get(k, ())) for k in EXPECTATION_KEYS},
         }
 
     def failures(
@@ -221,4 +252,21 @@ class BehaviourCoverage:
             lines.append(f"exercised, unasserted: {id} (by {shown})")
         for id in self.missing:
             lines.append(f"not exercised: {id}: {behaviour(id).title}")
+        lines.extend(self.expectation_lines())
         return "\n".join(lines)
+
+    def expectation_lines(self) -> list[str]:
+        """How many scenarios assert with each trajectory mode and each property rule::
+
+        trajectory modes asserted (scenarios): exact 1, in_order 2, any_order 0, ...
+        property rules asserted (scenarios): never 0, before 1, at_most 2, ...
+        """
+        out = []
+        for kind, title in (("trajectory", "trajectory modes"), ("property", "property rules")):
+            counts = [
+                f"{k.partition('.')[2]} {len(self.expectations.get(k, ()))}"
+                for k in EXPECTATION_KEYS
+                if k.startswith(kind + ".")
+            ]
+            out.append(f"{title} asserted (scenarios): {', '.join(counts)}")
+        return out

@@ -29,7 +29,7 @@ def _short(record: Mapping[str, Any]) -> str:
 def behaviour_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The table and the matrix for the report's rows (in page order: a scenario's row is
     ``t{index}``); None when no row carries behaviours."""
-    from openprogram_sim.coverage import CATALOGUE, BehaviourCoverage
+    from openprogram_sim.coverage import CATALOGUE, EXPECTATION_KEYS, BehaviourCoverage
 
     scenarios = [
         (i, r) for i, r in enumerate(rows) if r.get("kind") == "scenario" and r.get("behaviours")
@@ -88,7 +88,22 @@ def behaviour_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         "scenarios": len(scenarios),
         "table": table,
         "matrix": matrix,
+        "expectations": _expectations(coverage.expectations, EXPECTATION_KEYS),
     }
+
+
+def _expectations(found: Mapping[str, Sequence[str]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Per kind (``trajectory``, ``property``) its modes or rules, each with the scenarios
+    that assert with it."""
+    out: list[dict[str, Any]] = []
+    for kind, title in (("trajectory", "trajectory modes"), ("property", "property rules")):
+        items = [
+            {"key": k, "name": k.partition(".")[2], "scenarios": sorted(found.get(k, ()))}
+            for k in keys
+            if k.startswith(kind + ".")
+        ]
+        out.append({"kind": kind, "title": title, "entries": items})
+    return out
 
 
 def tool_view(

@@ -30,7 +30,8 @@ def _cli_json(cwd: Path) -> dict:
     out = run_cli("run", "scenarios", "--coverage", "--json", cwd=cwd)
     assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads(out.stdout)
-    return {k: data[k] for k in ("behaviours", "exercised_percent", "asserted_percent")}
+    keys = ("behaviours", "exercised_percent", "asserted_percent", "expectations")
+    return {k: data[k] for k in keys}
 
 
 def test_the_table_and_the_json_are_the_clis(library: pytest.Pytester) -> None:
