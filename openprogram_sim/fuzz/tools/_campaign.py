@@ -102,10 +102,11 @@ class _Job:
     search: SearchOptions
 
     def __call__(self, chunk: Chunk) -> ChunkResult:
+        # Started first: the sandbox imports the user's code while this process does.
+        sandbox = _kept_sandbox(self.target, lines=self.search.coverage_guided).start()
         # Hypothesis also draws constants it reads from the loaded local modules (a city
         # name, a unit): a worker process loads the user's, as the caller's process has.
         self.target.imported()
-        sandbox = _kept_sandbox(self.target, lines=self.search.coverage_guided)
         return _run_tool_chunk(chunk, sandbox, self.target, self.options, self.search)
 
 
