@@ -128,19 +128,17 @@ class UnsupportedSchema(ValueError):
 
 
 def _date_time(value: dt.datetime, zulu: bool) -> str:
-    text = value.isoformat()
-    return text.replace("+00:00", "Z") if zulu else text
+    """A naive ``value`` written in UTC, as ``...Z`` or ``...+00:00``."""
+    return value.isoformat() + ("Z" if zulu else "+00:00")
 
 
 _HOST_LABEL = r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?"
 _HOSTNAME = st.from_regex(rf"{_HOST_LABEL}(\.{_HOST_LABEL}){{0,2}}\.[a-z]{{2,6}}", fullmatch=True)
-_YEARS = {"min_value": dt.datetime(1970, 1, 1), "max_value": dt.datetime(2100, 1, 1)}
+_FIRST, _LAST = dt.datetime(1970, 1, 1), dt.datetime(2100, 1, 1)
 
 FORMATS: dict[str, st.SearchStrategy[str]] = {
     "date": st.dates(dt.date(1900, 1, 1), dt.date(2100, 12, 31)).map(dt.date.isoformat),
-    "date-time": st.builds(
-        _date_time, st.datetimes(**_YEARS, timezones=st.just(dt.UTC)), st.booleans()
-    ),
+    "date-time": st.builds(_date_time, st.datetimes(_FIRST, _LAST), st.booleans()),
     "time": st.times().map(lambda t: t.isoformat() + "Z"),
     "email": st.builds(
         lambda local, host: f"{local}@{host}",
@@ -196,8 +194,8 @@ def _is_multiple(value: float, step: float) -> bool:
 
 
 def _pattern_parts(pattern: str) -> tuple[str, int, int | None] | None:
-    """``(character class, least, most)`` for a pattern that is one class repeated, whole
-    (``^[a-z_]{3,16}$``, ``^\\d+$``, ``[A-Z]*``); None for any other."""
+    """``(character class, least, most)`` for a pattern that is one class repeated and
+    anchored at both ends (``^[a-z_]{3,16}$``, ``^\\d+$``, ``^.*$``); None for any other."""
     match = re.fullmatch(
         r"\^?(\[(?:\\.|[^\]\\])+\]|\\[dwsDWS]|\.)(\*|\+|\?|\{(\d+)(,(\d*))?\})\$?", pattern
     )
@@ -242,7 +240,7 @@ class _Builder:
             try:
                 if checker.is_valid(value) and not _rejected(wrapper, {"v": value}):
                     out.append(value)
-            except (jsonschema.exceptions.JsonSchemaException, re.error, TypeError):
+            except Exception:  # a value the validator cannot even look at is no instance
                 continue
         return out
 
@@ -382,8 +380,9 @@ class _Builder:
         return _sample(examples, st.one_of(drawn))
 
     def examples(self, schema: Mapping[str, Any]) -> list[Any]:
-        found = list(schema.get("examples") or []) if isinstance(schema.get("examples"),
-                                                                 list) else []  # fmt: skip
+        """The schema's ``default`` and ``examples`` (kept where they are instances)."""
+        given = schema.get("examples")
+        found = list(given) if isinstance(given, list) else []
         if "default" in schema:
             found.insert(0, schema["default"])
         return found
@@ -436,8 +435,8 @@ class _Builder:
                            allow_infinity=False)  # fmt: skip
         general = floats if ilow is not None and ihigh is not None and ilow > ihigh else (
             st.integers(ilow, ihigh) | floats)  # fmt: skip
-        special = _values.numbers(low, high, exclude_low=ex_low, exclude_high=ex_high)
-        return self.mixed(schema, special, general)
+        near = _values.numbers(low, high, exclude_low=ex_low, exclude_high=ex_high)
+        return self.mixed(schema, near, general)
 
     def float_multiples(
         self, step: float, low: float | None, high: float | None, schema: Mapping[str, Any],
@@ -497,7 +496,7 @@ class _Builder:
     ) -> st.SearchStrategy[list[Any]]:
         items = schema.get("items", True)
         if isinstance(items, list):
-            raise UnsupportedSchema("items", path, "a list of schemas (use prefixItems? neither)")
+            raise UnsupportedSchema("items", path, "a list of schemas, draft 4's tuple form")
         item = self.build(items, f"{path}.items", refs)
         low = _count(schema, "minItems", path) or 0
         high = _count(schema, "maxItems", path)
@@ -667,14 +666,14 @@ def _merge_one(key: str, old: Any, value: Any, path: str) -> Any:
     if key == "type":
         a = {old} if isinstance(old, str) else set(old)
         b = {value} if isinstance(value, str) else set(value)
-        both = a & b
-        if "integer" in a | b and "number" in a | b:  # an integer is a number
-            both.add("integer")
-        if not both:
+        common = a & b
+        if ("integer" in a and "number" in b) or ("integer" in b and "number" in a):
+            common.add("integer")  # an integer is a number
+        if not common:
             raise UnsupportedSchema(
                 "allOf", path, f"types {old!r} and {value!r} exclude each other"
             )
-        return sorted(both)
+        return sorted(common)
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, value))
     if key in _MAXIMA and numeric:
         return min(old, value)

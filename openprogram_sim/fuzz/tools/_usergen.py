@@ -149,12 +149,11 @@ def _call_strategy(
     return st.binary(min_size=2, max_size=2).flatmap(of_kind)
 
 
-class _Calls:
-    """The calls the turns ask for: each one's kind (valid, invalid, unknown tool) and tool
-    read from the scenario's shape, evenly, and its arguments drawn once the shape is
-    known, into the empty dict the turn holds."""
+class _CallPlan:
+    """What a call may be, built once per target and options: the shares of valid, invalid
+    and unknown-tool calls, and each tool's argument strategies."""
 
-    __slots__ = ("bounds", "holes", "invalid", "most", "unknown", "valid")
+    __slots__ = ("bounds", "invalid", "most", "unknown", "valid")
 
     def __init__(self, target: ToolTarget, options: UserOptions) -> None:
         shares = _shares(options.valid, options.unknown, options.unknown_tool_rate,
@@ -169,29 +168,33 @@ class _Calls:
                         for t in target.tools]  # fmt: skip
         self.unknown = st.sampled_from(_s.UNKNOWN_TOOL_NAMES).map(lambda n: _s.call_entry(n, {}))
         self.most = max(1, options.max_turns) * options.max_calls
-        self.holes: list[tuple[dict[str, Any], st.SearchStrategy[dict[str, Any]]]] = []
 
-    def fresh(self) -> _Calls:
-        """These strategies, with no calls taken yet (one per scenario)."""
-        out = object.__new__(_Calls)
-        for name in ("bounds", "most", "unknown", "valid", "invalid"):
-            setattr(out, name, getattr(self, name))
-        out.holes = []
-        return out
-
-    def _one(self, src: _s.Source) -> st.SearchStrategy[dict[str, Any]]:
-        at = _s.integer(src, 0, _SHARE_STEPS - 1) / _SHARE_STEPS  # zero bytes: a valid call
+    def pick(self, src: _s.Source) -> st.SearchStrategy[dict[str, Any]]:
+        """One call's strategy, its kind and tool read from ``src`` (evenly: the shares hold;
+        zero bytes are a valid call to the first tool)."""
+        at = _s.integer(src, 0, _SHARE_STEPS - 1) / _SHARE_STEPS
         kind = next((k for top, k in self.bounds if at < top), "valid")
         if kind == "unknown":
             return self.unknown
         pool = self.valid if kind == "valid" else self.invalid
         return pool[_s.integer(src, 0, len(pool) - 1)]
 
+
+class _Calls:
+    """The calls one scenario's turns ask for: empty dicts in the turns, each with the
+    strategy its arguments are drawn from once the scenario's shape is known."""
+
+    __slots__ = ("holes", "plan")
+
+    def __init__(self, plan: _CallPlan) -> None:
+        self.plan = plan
+        self.holes: list[tuple[dict[str, Any], st.SearchStrategy[dict[str, Any]]]] = []
+
     def take(self, src: _s.Source, n: int) -> list[dict[str, Any]]:
         batch: list[dict[str, Any]] = []
-        for _ in range(min(n, self.most - len(self.holes))):
+        for _ in range(min(n, self.plan.most - len(self.holes))):
             hole: dict[str, Any] = {}
-            self.holes.append((hole, self._one(src)))
+            self.holes.append((hole, self.plan.pick(src)))
             batch.append(hole)
         return batch
 
@@ -283,11 +286,11 @@ def user_scenario_strategy(
     if target.env:
         base["env"] = dict(target.env)
     base["timeout"] = options.timeout
-    plan = _Calls(target, options)
+    plan = _CallPlan(target, options)
     shape = st.binary(min_size=SHAPE_BYTES, max_size=SHAPE_BYTES)
 
     def generated(draw: st.DrawFn) -> dict[str, Any]:
-        calls = plan.fresh()
+        calls = _Calls(plan)
         data = _scenario(draw(shape), base, target, options, calls)
         for hole, arguments in calls.holes:
             hole.update(draw(arguments))
