@@ -185,8 +185,8 @@ class _Paced:
     """``receive`` under a request body's time limits: each piece within ``timeout``
     seconds of the last, and the whole body of N bytes within ``timeout + N / min_rate``
     seconds of the first read (a body trickled a byte at a time is cut off too); and
-    :class:`Stopping` as soon as the server stops (``stopping`` is set), so a slow body
-    does not hold the shutdown."""
+    :class:`Stopping` once the server stops (``stopping`` is set; the server wakes the
+    read), so a slow body does not hold the shutdown."""
 
     def __init__(
         self,
@@ -219,26 +219,19 @@ class _Paced:
                 f"{self.timeout:g} s plus 1 s per {self.min_rate} bytes (body_timeout, "
                 "body_min_rate)"
             )
-        receiving = asyncio.ensure_future(self.receive())
-        stopping = asyncio.ensure_future(self.stopping.wait())
         try:
-            await asyncio.wait(
-                (receiving, stopping), timeout=wait, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            receiving.cancel()  # no-op once done
-            stopping.cancel()
-        if receiving.done() and not receiving.cancelled():
-            message = receiving.result()
-            self.size += len(message.get("body", b""))
-            return message
-        if self.stopping.is_set():
-            raise Stopping
-        if wait is not None and self.timeout is not None and wait < self.timeout:
-            return await self()  # the whole body's time ran out: say so
-        raise BodyTimeout(
-            f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
-        )
+            async with asyncio.timeout(wait):
+                message = await self.receive()
+        except TimeoutError:
+            if wait is not None and self.timeout is not None and wait < self.timeout:
+                return await self()  # the whole body's time ran out: say so
+            raise BodyTimeout(
+                f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
+            ) from None
+        if self.stopping.is_set() and message.get("more_body", False):
+            raise Stopping  # the server woke this read to stop (GuardedH11.shutdown)
+        self.size += len(message.get("body", b""))
+        return message
 
 
 _SESSION_ROUTES = (

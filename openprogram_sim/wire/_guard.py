@@ -259,6 +259,15 @@ class GuardedH11(H11Protocol):
         self._drain_timer = _cancel(self._drain_timer)
         super().connection_lost(exc)
 
+    def shutdown(self) -> None:
+        """The server is stopping: as uvicorn does, and wake a body read under way, so the
+        app sees the stop (:class:`~openprogram_sim.wire._app.Stopping`) instead of waiting
+        for bytes that may never come."""
+        super().shutdown()
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_started and cycle.more_body:
+            cycle.message_event.set()
+
     def _watch(self) -> None:
         """Arm or disarm the two timers for the state the connection is in now."""
         if self._lingering:
