@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -250,6 +251,16 @@ def _check_one(
     return failures, score
 
 
+def _span_legend(text: str, trace: list[dict[str, Any]]) -> str:
+    """For a trace rebuilt from spans: which span each ``#N`` the failures name is."""
+    named = sorted({int(n) for n in re.findall(r"#(\d+)", text)})
+    return ", ".join(
+        f"#{n} is span {trace[n]['span_id']}"
+        for n in named
+        if n < len(trace) and isinstance(trace[n].get("span_id"), str)
+    )
+
+
 def command(args: argparse.Namespace) -> int:
     if args.properties is None and args.trajectory is None:
         print(
@@ -274,7 +285,11 @@ def command(args: argparse.Namespace) -> int:
         print(f"{'FAIL' if failures else 'PASS'}  {name}{score}")
         if failures:
             failed += 1
-            print("\n".join(f"  {line}" for line in render_failures(failures).splitlines()))
+            text = render_failures(failures)
+            print("\n".join(f"  {line}" for line in text.splitlines()))
+            spans = _span_legend(text, trace)
+            if spans:
+                print(f"  in the spans: {spans}")
     checks = []
     if trajectory is not None:
         checks.append("a trajectory")

@@ -72,7 +72,7 @@ def _sdk() -> Any:
     except ImportError as exc:
         raise OtelMissingError(
             f"--otel writes spans through the OpenTelemetry SDK, which is not installed "
-            f"({exc}); install the otel extra: {_EXTRA}"
+            f"(no module {exc.name or str(exc)!r}); install the otel extra: {_EXTRA}"
         ) from None
     return (
         json_format,
