@@ -114,7 +114,7 @@ def test_a_silent_connection_is_closed_after_the_header_timeout() -> None:
     with serve(SCRIPT, header_timeout=0.5) as server:
         answer, elapsed = asyncio.run(slow_client(server.port, b""))
         assert answer == b""  # nothing was asked, nothing is answered
-        assert 0.45 < elapsed < 2, elapsed
+        assert 0.45 < elapsed < 3, elapsed
         assert httpx2.post(f"{server.url}/v1/chat/completions", json=HI).status_code == 200
 
 
@@ -122,7 +122,7 @@ def test_a_trickled_request_head_gets_408_and_is_closed() -> None:
     with serve(SCRIPT, header_timeout=0.5) as server:
         first = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nx-slow: "
         answer, elapsed = asyncio.run(slow_client(server.port, first, b"a", every=0.05))
-    assert 0.45 < elapsed < 2, elapsed
+    assert 0.45 < elapsed < 3, elapsed
     status, headers, body = parse(answer)
     assert (status, headers["connection"]) == (408, "close")
     assert body == {
@@ -157,7 +157,7 @@ def test_a_trickled_body_gets_408_in_the_apis_shape(api: str) -> None:
             slow_client(server.port, head(f"/s/slow{path}", 1000), b" ", every=0.05)
         )
         report = server.check()
-    assert 0.5 < elapsed < 2, elapsed
+    assert 0.5 < elapsed < 3, elapsed
     status, headers, body = parse(answer)  # the whole answer, then the end of the connection
     assert status == 408
     message = error_message(api, status, headers, body)
@@ -177,7 +177,7 @@ def test_a_body_that_stops_coming_gets_408_after_the_body_timeout() -> None:
         answer, elapsed = asyncio.run(
             slow_client(server.port, head("/v1/chat/completions", 100) + b'{"model"')
         )
-    assert 0.45 < elapsed < 2, elapsed
+    assert 0.45 < elapsed < 3, elapsed
     status, headers, body = parse(answer)
     message = error_message("openai-chat", status, headers, body)
     assert message.startswith(
@@ -193,7 +193,7 @@ def test_a_body_left_unread_after_its_answer_is_cut_off() -> None:
             slow_client(server.port, head("/v1/chat/completions", 10**6, "GET"), b" ")
         )
     assert answer.startswith(b"HTTP/1.1 405 "), answer
-    assert 0.45 < elapsed < 2, elapsed
+    assert 0.45 < elapsed < 3, elapsed
 
 
 def test_a_server_stopping_under_a_slow_body_answers_it_and_stops_at_once(
