@@ -11,7 +11,7 @@ import difflib
 import errno
 import json
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
@@ -181,8 +181,11 @@ def tool_name_issues(
     data: dict[str, Any], lines: LineMap | None, file: str, extra_names: AbstractSet[str]
 ) -> list[ScenarioIssue]:
     """Every tool name the file uses (``exec.tools``, toolsets, nested and conversation
-    execs, ``expect.requests`` tools) that is neither one of its ``tools:`` nor in
-    ``extra_names`` (a registry's), each with its line and a did-you-mean."""
+    execs, ``expect.requests`` tools, the calls of ``expect.trajectory`` and the tools of
+    ``expect.properties`` rules) that is neither one of its ``tools:`` nor in
+    ``extra_names`` (a registry's), each with its line and a did-you-mean. A trajectory or
+    rule may also name a tool the scripted model calls (a call of an unknown tool is a
+    behaviour a scenario tests)."""
     issues: list[ScenarioIssue] = []
     tools = _dict(data.get("tools"))
     defined = {str(name) for name in tools} | set(extra_names)
@@ -192,16 +195,7 @@ def tool_name_issues(
     ) -> None:
         for i, name in enumerate(_list(names)):
             if isinstance(name, str) and name not in known:
-                close = difflib.get_close_matches(name, sorted(known), n=1)
-                hint = f"did you mean {close[0]!r}?" if close else "define it under `tools:`"
-                issues.append(
-                    ScenarioIssue(
-                        file,
-                        lines.line((*path, i)) if lines is not None else None,
-                        where_of((*path, i)),
-                        f"{what} names tool {name!r}, which is not defined; {hint}",
-                    )
-                )
+                issues.append(_unknown_tool(name, (*path, i), what, known, lines, file))
 
     check_names(_dict(data.get("exec")).get("tools"), ("exec", "tools"), "exec.tools")
     for tool_name, tool in tools.items():
@@ -217,11 +211,90 @@ def tool_name_issues(
     if "call" in data:  # with `call:`, the user's function may exec with tools of its own
         return issues
     offered = defined | {SEARCH_TOOL_NAME}  # offered by the loop when a tool is deferred
+    called = offered | _scripted_names(data.get("model"))
     for base, raw in expects:
         for i, request in enumerate(_list(_dict(raw).get("requests"))):
             where = (*base, "requests", i, "tools")
             check_names(_dict(request).get("tools"), where, where_of(where), offered)
+        issues += [
+            _unknown_tool(name, path, what, called, lines, file)
+            for path, name, what in _expected_names(_dict(raw), base)
+            if name not in called
+        ]
     return issues
+
+
+def _unknown_tool(
+    name: str,
+    path: tuple[Any, ...],
+    what: str,
+    known: AbstractSet[str],
+    lines: LineMap | None,
+    file: str,
+) -> ScenarioIssue:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else "define it under `tools:`"
+    return ScenarioIssue(
+        file,
+        lines.line(path) if lines is not None else None,
+        where_of(path),
+        f"{what} names tool {name!r}, which is not defined; {hint}",
+    )
+
+
+def _scripted_names(model: Any) -> set[str]:
+    """The tools the scripted model's turns call (none for a cassette)."""
+    names = set()
+    for turn in _list(model):
+        for call in _list(_dict(turn).get("tool_calls")):
+            call = _dict(call)
+            name = call.get("name") if "name" in call else next(iter(call), None)
+            if isinstance(name, str):
+                names.add(name)
+    return names
+
+
+def _expected_names(
+    expect: dict[str, Any], base: tuple[Any, ...]
+) -> Iterator[tuple[tuple[Any, ...], str, str]]:
+    """``(path, name, what)`` of each tool an ``expect:``'s trajectory calls and its rules
+    name (``what``: the trajectory, or ``property 2 (at_most)``)."""
+    calls = _list(_dict(expect.get("trajectory")).get("calls"))
+    for i, entry in enumerate(calls):
+        group = entry if isinstance(entry, list) else [entry]
+        for j, member in enumerate(group):
+            path = (*base, "trajectory", "calls", i, *((j,) if isinstance(entry, list) else ()))
+            names = [member] if isinstance(member, str) else list(_dict(member))
+            names = [n for n in names if n != "args_mode"]
+            if len(names) == 1 and isinstance(names[0], str):  # else the schema says why
+                yield path, names[0], "the trajectory"
+    for i, rule in enumerate(_list(expect.get("properties"))):
+        for rule_name, params in _dict(rule).items():
+            if rule_name == "ends_with" and not isinstance(params, dict):
+                continue  # its short form is no tool's name (the rule's check says so)
+            what = f"property {i + 1} ({rule_name})"
+            for path, name in _selector_names(params, (*base, "properties", i, rule_name)):
+                yield path, name, what
+
+
+NamedTool = tuple[tuple[Any, ...], str]
+
+_NAMING_KEYS = ("tool", "after", "first", "then", "$in")
+"""The keys of a rule's parameters that hold a tool's name, a selector or names."""
+
+
+def _selector_names(value: Any, path: tuple[Any, ...]) -> Iterator[NamedTool]:
+    """The plain tool names in a rule's parameters: a name, a selector's ``tool`` (or the
+    names of its ``$in``), and the selectors under ``after``/``first``/``then``/lists."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _selector_names(item, (*path, i))
+    elif isinstance(value, dict):
+        for key in _NAMING_KEYS:
+            if key in value:
+                yield from _selector_names(value[key], (*path, key))
 
 
 def _check_expect(

@@ -119,7 +119,11 @@ def _names_data(scenario: Scenario) -> dict[str, Any]:
         return {"tools": args.tools} if args is not None else {}
 
     def expect_of(expect: Expect) -> dict[str, Any]:
-        return {"requests": [{"tools": r.tools} for r in expect.requests]}
+        out: dict[str, Any] = {"requests": [{"tools": r.tools} for r in expect.requests]}
+        if expect.trajectory is not None:
+            out["trajectory"] = {"calls": expect.trajectory.calls}
+        out["properties"] = expect.properties
+        return out
 
     data: dict[str, Any] = {
         "exec": exec_of(scenario.exec),
@@ -131,6 +135,8 @@ def _names_data(scenario: Scenario) -> dict[str, Any]:
         ],
         "expect": expect_of(scenario.expect),
     }
+    if isinstance(scenario.model, list):  # the tools the script calls
+        data["model"] = [{"tool_calls": turn.tool_calls} for turn in scenario.model]
     if scenario.call is not None:
         data["call"] = scenario.call
     return data

@@ -276,7 +276,7 @@ def test_the_fixed_scenario_passes() -> None:
         ("[{at_most: {tool: refund, times: many}}]", "refund.yaml:11: "
          "(expect.properties[0].at_most.times) Input should be a valid integer, unable to parse "
          "string as an integer (got \"many\")"),
-        ("[{never: {tool: refund, after: {tool: x, reslt: no}}}]", "refund.yaml:11: "
+        ("[{never: {tool: refund, after: {tool: lookup_order, reslt: no}}}]", "refund.yaml:11: "
          "(expect.properties[0].never.after.reslt) unknown key 'reslt'; did you mean 'result'?"),
         ("[{never: {tool: {$regex: '('}}}]", "refund.yaml:11: (expect.properties[0].never.tool) "
          "bad regex '(': missing ) at position 1; escape special characters such as ( [ . with \\"),

@@ -388,7 +388,7 @@ def test_a_scenario_failure_names_the_file_lines_and_the_score() -> None:
         ("{calls: [{search: {}, args_mode: loose}]}", "nested.yaml:14: "
          "(expect.trajectory.calls[0].args_mode) args_mode is one of exact, subset, ignore; got "
          "\"loose\""),
-        ("{calls: [a], depth: -1}", "nested.yaml:14: (expect.trajectory.depth) depth is 0 or "
+        ("{calls: [search], depth: -1}", "nested.yaml:14: (expect.trajectory.depth) depth is 0 or "
          "more, or 'all'; got -1"),
     ],
 )  # fmt: skip
