@@ -5,6 +5,8 @@ Options (group ``openprogram``)::
     --openprogram-scenarios [PATHS]   collect every scenario file under PATHS (default:
                                       scenarios/) as a test item; tags become markers
     --openprogram-report PATH         write one self-contained HTML report
+    --openprogram-trace-out DIR       write each scenario run's trace to DIR (JSON), and
+                                      with --openprogram-otel its GenAI spans (OTLP JSON)
     --openprogram-coverage            print which loop behaviours the scenarios exercise
                                       and assert (the catalogue: docs/coverage.md)
     --openprogram-coverage-json PATH  write that coverage as JSON
@@ -33,9 +35,10 @@ client of a test (see :mod:`openprogram_sim.cassettes`).
 
 The hooks are here; each part has its module: options (``_options``), scenario items
 (``_items``), fixtures (``_fixtures``, their objects in ``_objects``), cassettes
-(``_cassettes``), behaviour coverage (``_coverage``), fuzz chunks (``_fuzz``) and the
-report's records under xdist (``_xdist``). Only pytest and the standard library are
-imported at start-up; the harness is imported when a scenario or fixture is used.
+(``_cassettes``), traces out (``_trace_out``), behaviour coverage (``_coverage``), fuzz
+chunks (``_fuzz``) and the report's records under xdist (``_xdist``). Only pytest and the
+standard library are imported at start-up; the harness is imported when a scenario or
+fixture is used.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from openprogram_sim.plugin._items import (
     State,
     display_path,
 )
+from openprogram_sim.plugin._trace_out import configure as configure_trace_out
 from openprogram_sim.plugin._xdist import COVERAGE, REPORT_ATTR, Collector, record_for
 
 if TYPE_CHECKING:
@@ -126,6 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     collector = config.stash[_COLLECTOR] = Collector(state)
     config.pluginmanager.register(collector, "openprogram-collector")
+    configure_trace_out(config)
     config.addinivalue_line(
         "markers", "openprogram_scenario: a test item collected from a scenario file"
     )

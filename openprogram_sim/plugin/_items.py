@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from openprogram_sim.plugin._trace_out import write_trace
+
 if TYPE_CHECKING:
     from openprogram_sim.errors import ScenarioError
     from openprogram_sim.play import Verdict
@@ -196,6 +198,7 @@ class ScenarioItem(pytest.Item):
         except ScenarioError as exc:
             raise ScenarioNotRun(exc) from None
         self.verdict = verdict = check_outcome(outcome)
+        write_trace(self.config, display_path(self.config, self.path), outcome)
         for key, value in scenario_props(verdict).items():
             self.user_properties.append((key, value))
         # the trajectory's score and each rule's verdict, passed or not (JUnit <property>)

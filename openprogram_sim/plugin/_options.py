@@ -33,6 +33,25 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             help="write a self-contained HTML report of scenarios and traced tests to PATH",
         ),
     ),
+    # traces out
+    (
+        "--openprogram-trace-out",
+        dict(
+            metavar="DIR",
+            default=None,
+            help="write each scenario run's trace to DIR as JSON, one file a scenario "
+            "(openprogram-sim check reads it)",
+        ),
+    ),
+    (
+        "--openprogram-otel",
+        dict(
+            action="store_true",
+            default=False,
+            help="with --openprogram-trace-out: also write each run as OpenTelemetry GenAI "
+            "spans (OTLP JSON; needs the otel extra)",
+        ),
+    ),
     # coverage
     (
         "--openprogram-coverage",
