@@ -480,3 +480,45 @@ def test_spans_without_a_genai_span_are_refused(tmp_path: Path) -> None:
         "openprogram-sim check: web.json: no GenAI span among its 1 span(s) "
         "(gen_ai.operation.name invoke_agent, chat or execute_tool); nothing to check\n"
     )
+
+
+# -- every scenario of the library ---------------------------------------------------------
+
+LIBRARY = sorted((Path(__file__).resolve().parents[2] / "scenarios").rglob("*.yaml"))
+
+
+@needs_sdk
+@pytest.mark.slow
+def test_every_library_scenarios_spans_rebuild_its_calls_and_verdict() -> None:
+    """Each scenario's run, written as spans and read back: the same tool calls (name,
+    arguments, result, error, depth, round, exec), the same end reasons, and the same rules
+    broken as on the run's own trace."""
+    from openprogram_sim.play import run_scenario
+    from openprogram_sim.report._otel_export import otlp_json
+    from openprogram_sim.scenario import load_scenario
+    from openprogram_sim.trace import check_properties, trace_calls
+    from openprogram_sim.trace._otel import otlp_traces
+
+    def calls(trace: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [
+            (c.name, c.args, c.result, c.is_error, c.depth, c.round, c.exec)
+            for c in trace_calls(trace)
+        ]
+
+    def ends(trace: list[dict[str, Any]]) -> list[tuple[int, str]]:
+        return [(e["depth"], e["reason"]) for e in trace if e["type"] == "agent_end"]
+
+    rules = [
+        {"at_most": {"tool": {"$regex": "."}, "times": 1}},
+        {"ends_with": {"reason": "stop"}},
+        {"no_repeat": {"tool": {"$regex": "."}, "args": "same"}},
+    ]
+    assert len(LIBRARY) > 50
+    for path in LIBRARY:
+        outcome = run_scenario(load_scenario(path))
+        spans = otlp_json(outcome.trace, title=outcome.scenario.scenario, model="scripted")
+        ((_, back),) = otlp_traces(spans, str(path))
+        assert calls(back) == calls(outcome.trace), path
+        assert ends(back) == ends(outcome.trace), path
+        broken = [{v.rule for v in check_properties(t, rules)} for t in (outcome.trace, back)]
+        assert broken[0] == broken[1], path
