@@ -5,8 +5,9 @@
 - :class:`FunctionModel` computes each turn from the request.
 - :class:`AutoModel` calls every offered tool once with arguments built from its schema,
   then answers (a smoke test for any toolset).
-- :class:`Turn` is one scripted reply, :class:`WireFault` what it does to the HTTP exchange
-  when served over the wire (a script is a list of ``(Turn, WireFault)`` steps);
+- :class:`Turn` is one scripted reply (or a weighted ``one_of`` choice of replies, each a
+  :class:`Choice`, drawn from a seed; :class:`Draw` records one), :class:`WireFault` what
+  it does to the HTTP exchange when served over the wire (a script is a list of ``(Turn, WireFault)`` steps);
   :class:`VirtualClock` is the time scripted latency advances (nothing sleeps for real).
 
 ::
@@ -37,12 +38,14 @@ from openprogram_sim.models._function import (
     example_arguments,
     example_value,
 )
-from openprogram_sim.models._scripted import ScriptedModel, ScriptedRequest
-from openprogram_sim.models._turns import Turn, TurnToolCall
+from openprogram_sim.models._scripted import Draw, ScriptedModel, ScriptedRequest
+from openprogram_sim.models._turns import Choice, Turn, TurnToolCall, script_seed, session_seed
 
 __all__ = [
     "NO_FAULT",
     "AutoModel",
+    "Choice",
+    "Draw",
     "ErrorMode",
     "FunctionModel",
     "ScriptExhaustedError",
@@ -59,11 +62,15 @@ __all__ = [
     "example_arguments",
     "example_value",
     "refuse_scenario",
+    "script_seed",
+    "session_seed",
     "split_turn",
 ]
 
 for _cls in (
     AutoModel,
+    Choice,
+    Draw,
     FunctionModel,
     ScriptedModel,
     ScriptedRequest,

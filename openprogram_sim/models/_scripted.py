@@ -13,10 +13,17 @@ chunks; each tool call's arguments as partial JSON text; then ``done`` (or ``err
 ``error``/``aborted`` stop). Every request is recorded in :attr:`ScriptedModel.requests`.
 A call beyond the script raises :class:`~openprogram_sim.errors.ScriptExhaustedError`
 naming the request.
+
+A ``one_of`` turn (a weighted choice) is drawn when it is played, from a
+``random.Random(seed)``: the same seed and the same calls play the same replies. Without a
+seed the model picks one (the scenario's ``seed:``, else a fresh one) and keeps it in
+:attr:`ScriptedModel.seed`, so a run can be repeated; :attr:`ScriptedModel.draws` lists
+what was drawn.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +34,22 @@ from openprogram.providers import Context, MessageBuilder, StreamOptions, ToolCh
 from openprogram.types import AnyMessage, Usage
 from openprogram_sim.errors import ScriptedFault, ScriptExhaustedError
 from openprogram_sim.models._clock import VirtualClock
-from openprogram_sim.models._turns import Turn
+from openprogram_sim.models._turns import Turn, script_seed, session_seed
 
-__all__ = ["ScriptedModel", "ScriptedRequest"]
+__all__ = ["Draw", "ScriptedModel", "ScriptedRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Draw:
+    """One ``one_of`` turn as it was played: model call ``call`` (from 1) drew option
+    ``option`` (from 0) of ``options``."""
+
+    call: int
+    option: int
+    options: int
+
+    def __str__(self) -> str:
+        return f"call #{self.call}: option {self.option + 1} of {self.options}"
 
 
 @dataclass(slots=True)
@@ -84,8 +104,15 @@ class ScriptedModel:
         chunk_size: int = 24,
         model: str = "scripted",
         clock: VirtualClock | None = None,
+        seed: int | None = None,
     ) -> None:
         self.turns: list[Turn] = [Turn.coerce(t) for t in turns]
+        given = seed if seed is not None else script_seed(self.turns)
+        self.seed: int = given if given is not None else session_seed(None, None)
+        """The seed ``one_of`` turns are drawn from (given, the turns', or picked)."""
+        self.draws: list[Draw] = []
+        """Each ``one_of`` turn played, in call order."""
+        self._rng = random.Random(self.seed)
         self.chunk_size = chunk_size
         self.model = model
         self.requests: list[ScriptedRequest] = []
@@ -122,7 +149,16 @@ class ScriptedModel:
                 f"Last message sent: {_describe(last)}. Add a turn to the script, or lower "
                 "max_iterations."
             )
-        return self.turns[request.index - 1]
+        turn, option = self.turns[request.index - 1].draw(self._rng)
+        if option is not None:
+            options = len(self.turns[request.index - 1].one_of)
+            self.draws.append(Draw(request.index, option, options))
+        return turn
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether the script holds a ``one_of`` turn."""
+        return any(t.one_of for t in self.turns)
 
     def _call_id(self) -> str:
         self._next_id += 1

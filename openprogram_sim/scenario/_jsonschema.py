@@ -80,6 +80,9 @@ def json_schema() -> dict[str, Any]:
     }
     # one top level
     schema["oneOf"] = [{"required": [k]} for k in ("exec", "call", "conversation")]
+    choice = defs["ModelChoice"]["properties"]
+    for key in ("one_of", "wire"):  # an option holds neither (its validator refuses them)
+        choice.pop(key, None)
     defs["Matcher"] = _MATCHER
     defs["ExpectedEvent"] = _expected_event()
     defs.update(rules_json_schema())  # PropertyRule: each rule, described with an example

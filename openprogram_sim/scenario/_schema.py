@@ -9,6 +9,7 @@ schema`` prints.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -29,7 +30,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from openprogram.types import ErrorReason, Usage
-from openprogram_sim.models import ScriptStep, Turn, TurnToolCall, WireFault
+from openprogram_sim.models import Choice, ScriptStep, Turn, TurnToolCall, WireFault
 from openprogram_sim.trace import EVENT_FIELDS, Trajectory, check_rule, parse_path
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "FollowUp",
     "HistoryMessage",
     "MessageExpect",
+    "ModelChoice",
     "ModelTurn",
     "RaisesSpec",
     "RequestExpect",
@@ -218,6 +220,24 @@ class ModelTurn(_Model):
     wire: WireSpec | None = Field(
         None, description="What the turn does over HTTP when the wire server plays it."
     )
+    one_of: list[ModelChoice] | None = Field(
+        None,
+        min_length=1,
+        description="Instead of one reply: a weighted choice, [{weight: 0.7, tool_calls: "
+        "[...]}, {weight: 0.3, text: ...}], drawn per run from the scenario's seed: (per "
+        "session under serve); weights are positive and need not sum to 1.",
+    )
+
+    @model_validator(mode="after")
+    def _one_of_alone(self) -> ModelTurn:
+        if self.one_of is not None:
+            others = sorted(self.model_fields_set - {"one_of", "wire"})
+            if others:
+                raise ValueError(
+                    f"a one_of turn takes no {', '.join(others)}: put them in each option "
+                    "(one_of: [{weight: 0.7, text: ...}, ...])"
+                )
+        return self
 
     @model_validator(mode="after")
     def _calls_shape(self) -> ModelTurn:
@@ -251,6 +271,8 @@ class ModelTurn(_Model):
 
     def to_turn(self) -> Turn:
         """The reply as the scripted model plays it."""
+        if self.one_of is not None:
+            return Turn(one_of=tuple(Choice(c.weight, c.to_turn()) for c in self.one_of))
         return Turn(
             text=self.text,
             thinking=self.thinking,
@@ -269,6 +291,27 @@ class ModelTurn(_Model):
         """The reply and its ``wire:`` fault, as the wire simulator serves it."""
         spec = self.wire.model_dump(exclude_none=True) if self.wire is not None else None
         return self.to_turn(), WireFault.coerce(spec)
+
+
+class ModelChoice(ModelTurn):
+    """One option of a ``one_of`` turn: a reply (the keys of a turn) and its weight."""
+
+    weight: float = Field(
+        gt=0, allow_inf_nan=False, description="How likely, relative to the other options."
+    )
+
+    @model_validator(mode="after")
+    def _flat(self) -> ModelChoice:
+        if self.one_of is not None:
+            raise ValueError("an option of one_of cannot hold another one_of")
+        if self.wire is not None:
+            raise ValueError(
+                "an option of one_of takes no wire: (give wire: beside one_of, for every option)"
+            )
+        return self
+
+
+ModelTurn.model_rebuild()
 
 
 class CassetteFault(_Model):
@@ -672,6 +715,11 @@ class Scenario(_Model):
         description="pytest fixtures the scenario's test item requests (under pytest only; "
         "openprogram-sim run fails the scenario).",
     )
+    seed: int | None = Field(
+        None,
+        description="The seed one_of turns are drawn from (each run draws the same replies); "
+        "without it each run picks a seed and names it.",
+    )
     expect: Expect = Field(default_factory=Expect)
     path: str = Field("", exclude=True, description="(set by the loader)")
     _lines: Any = PrivateAttr(default=None)
@@ -773,7 +821,10 @@ class Scenario(_Model):
         names a cassette."""
         if not isinstance(self.model, list):
             raise TypeError(f"{self.path}: model: names a cassette, not a list of turns")
-        return [turn.to_step() for turn in self.model]
+        steps = [turn.to_step() for turn in self.model]
+        if self.seed is None:
+            return steps
+        return [(replace(t, seed=self.seed) if t.one_of else t, f) for t, f in steps]
 
     def line(self, *path: Any) -> int | None:
         """The line of the key at ``path`` in the file it was loaded from (None when built

@@ -6,17 +6,22 @@ parallel clients each play the script from its first turn. A named session ends 
 client says so (``DELETE /s/{session}``) or when it has been idle for the server's session
 TTL; its report is kept for the server's final report (:class:`EndedSessions`), not its
 requests, so a long-running server's memory stays bounded.
+
+A ``one_of`` turn (a weighted choice) is drawn each time it is served, from the session's
+own ``random.Random``: its seed comes from the scenario's ``seed:`` and the session's name
+(the same name draws the same replies), or is fresh; the session report names it.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from openprogram_sim.models import Turn, WireFault
+from openprogram_sim.models import Turn, WireFault, script_seed, session_seed
 from openprogram_sim.trace import Failure, render_failures
 from openprogram_sim.wire._requests import read_request
 from openprogram_sim.wire._scripted import WireRequest
@@ -46,8 +51,15 @@ class Session:
         cycle: bool = False,
         now: float = 0.0,
         keep_bodies: int | None = None,
+        seed: int | None = None,
     ) -> None:
         self.name = name
+        base = script_seed([turn for turn, _ in script])
+        self.seed: int = seed if seed is not None else session_seed(base, name)
+        """The seed this session draws its ``one_of`` turns from."""
+        self.draws: list[tuple[int, int]] = []
+        """Each ``one_of`` turn served: (turn number served, option drawn from 0)."""
+        self._rng = random.Random(self.seed)
         """The ``/s/{name}/`` prefix (``None``: URLs without one)."""
         self.script = script
         self.cycle = cycle
@@ -91,6 +103,9 @@ class Session:
                 return None
             turn, fault = self.script[self.served % total]
             self.served += 1
+            turn, option = turn.draw(self._rng)
+            if option is not None:
+                self.draws.append((self.served, option))
             return self.served, turn, fault
 
     def fail(self, message: str) -> None:
@@ -164,6 +179,7 @@ class Session:
             name=self.name, state=state, turns=len(self.script), served=self.served,
             unconsumed=unconsumed, model_calls=calls, requests=len(self.requests),
             disconnects=self.disconnects, errors=errors, failures=failures,
+            seed=self.seed if self.draws else None, draws=list(self.draws),
         )  # fmt: skip
 
     def assert_consumed(self) -> None:
@@ -217,6 +233,10 @@ class SessionReport:
     failures: list[Failure]
     """Everything that did not hold: the errors, turns never requested, and each
     ``expect.requests`` entry that differs (with the diff ``run`` prints)."""
+    seed: int | None = None
+    """The seed the session drew its ``one_of`` turns from (None: it served none)."""
+    draws: list[tuple[int, int]] = field(default_factory=list)
+    """Each ``one_of`` turn served: (turn number served, option drawn from 0)."""
 
     @property
     def passed(self) -> bool:
@@ -227,8 +247,12 @@ class SessionReport:
         return _label(self.name)
 
     def render(self) -> str:
-        """The failures as the CLI prints them (empty when it passed)."""
-        return render_failures(self.failures)
+        """The failures as the CLI prints them (empty when it passed), with the seed its
+        ``one_of`` turns were drawn from."""
+        text = render_failures(self.failures)
+        if text and self.seed is not None:
+            text += f"\n(one_of turns drawn from seed {self.seed})"
+        return text
 
     def assert_consumed(self) -> None:
         """Raise ``AssertionError`` if a request failed or a turn was never served."""
@@ -253,6 +277,8 @@ class SessionReport:
             "requests": self.requests,
             "disconnects": self.disconnects,
             "errors": list(self.errors),
+            "seed": self.seed,
+            "draws": [list(d) for d in self.draws],
             "failures": [
                 {"title": f.title, "where": f.where, "detail": f.detail} for f in self.failures
             ],
