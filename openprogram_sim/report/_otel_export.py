@@ -260,7 +260,9 @@ class _Spans:
                 call = {"id": later.get("tool_call_id"), "name": later.get("tool_name")}
                 parts.append({"type": "tool_call", **call, "arguments": later.get("args")})
         message = {"role": "assistant", "parts": parts, "finish_reason": _FINISH.get(stop, stop)}
-        chat.set_attribute("gen_ai.output.messages", json.dumps([message], ensure_ascii=False))
+        chat.set_attribute(
+            "gen_ai.output.messages", json.dumps([message], ensure_ascii=False, default=str)
+        )
         if stop in ("error", "aborted"):
             self._error(chat, str(e.get("error_reason") or stop), e.get("error"))
 
@@ -271,7 +273,9 @@ class _Spans:
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
             "gen_ai.tool.type": "function",
-            "gen_ai.tool.call.arguments": json.dumps(e.get("args"), ensure_ascii=False),
+            "gen_ai.tool.call.arguments": json.dumps(
+                e.get("args"), ensure_ascii=False, default=str
+            ),
         }
         if e.get("tool_call_id") is not None:
             attrs["gen_ai.tool.call.id"] = str(e["tool_call_id"])

@@ -235,10 +235,14 @@ def otlp_traces(data: Any, source: str) -> list[tuple[str, list[dict[str, Any]]]
     span when the data is not OTLP JSON or holds no GenAI span."""
     documents = _documents(data, source) if isinstance(data, str) else [data]
     spans: list[_Span] = []
+    seen: set[tuple[str, str]] = set()
     for document in documents:
         if not is_otlp(document):
             raise OtlpError(f"{source}: not OTLP JSON (an object with resourceSpans)")
-        spans += _spans(document, source, len(spans))
+        for span in _spans(document, source, len(spans)):
+            if (span.trace, span.id) not in seen:  # a span exported twice is read once
+                seen.add((span.trace, span.id))
+                spans.append(span)
     if not any(s.op in _KNOWN for s in spans):
         raise OtlpError(
             f"{source}: no GenAI span among its {len(spans)} span(s) (gen_ai.operation.name "

@@ -522,3 +522,12 @@ def test_every_library_scenarios_spans_rebuild_its_calls_and_verdict() -> None:
         assert ends(back) == ends(outcome.trace), path
         broken = [{v.rule for v in check_properties(t, rules)} for t in (outcome.trace, back)]
         assert broken[0] == broken[1], path
+
+
+def test_a_span_exported_twice_is_read_once(tmp_path: Path) -> None:
+    """An exporter that retried a batch writes its spans again: the calls are not doubled."""
+    line = json.dumps(_foreign())
+    (tmp_path / "twice.jsonl").write_text(f"{line}\n{line}\n")
+    (tmp_path / "rules.yaml").write_text("- at_most: {tool: refund, times: 1}\n")
+    checked = run_cli("check", "twice.jsonl", "--properties", "rules.yaml", cwd=tmp_path)
+    assert (checked.returncode, checked.stdout.splitlines()[0]) == (0, "PASS  twice.jsonl")
