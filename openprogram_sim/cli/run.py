@@ -17,7 +17,7 @@ from openprogram_sim.coverage._cli import RunCoverage
 from openprogram_sim.coverage._cli import add_arguments as add_coverage_arguments
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.play import Verdict, check_outcome, run_scenario
-from openprogram_sim.report._otel_export import OtelMissingError, otlp_json
+from openprogram_sim.report._otel_export import OtelMissingError, require_sdk
 from openprogram_sim.report._trace_out import TraceOut
 from openprogram_sim.scenario import discover, load_scenario
 
@@ -290,7 +290,7 @@ def _trace_out(folder: str | None, otel: bool) -> TraceOut | None:
             raise ValueError("--otel writes spans beside the traces: give --trace-out DIR too")
         return None
     if otel:
-        otlp_json([], title="")  # raises OtelMissingError naming the extra
+        require_sdk("--otel")
     return TraceOut(Path(folder), otel=otel)
 
 

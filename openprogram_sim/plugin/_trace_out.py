@@ -42,12 +42,12 @@ def configure(config: pytest.Config) -> None:
             )
         return
     if otel:
-        from openprogram_sim.report._otel_export import OtelMissingError, otlp_json
+        from openprogram_sim.report._otel_export import OtelMissingError, require_sdk
 
         try:
-            otlp_json([], title="")
+            require_sdk("--openprogram-otel")
         except OtelMissingError as exc:
-            raise pytest.UsageError(str(exc).replace("--otel", "--openprogram-otel")) from None
+            raise pytest.UsageError(str(exc)) from None
     config.stash[TRACE_OUT] = TraceOutOption(config.invocation_params.dir / folder, otel)
 
 

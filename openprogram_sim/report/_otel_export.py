@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, Tracer
     from opentelemetry.trace import Span
 
-__all__ = ["OtelMissingError", "otlp_json"]
+__all__ = ["OtelMissingError", "otlp_json", "provider_name", "require_sdk"]
 
 _EXTRA = "pip install 'openprogram-sim[otel]'"
 _FINISH = {"toolUse": "tool_call"}
@@ -60,7 +60,13 @@ class OtelMissingError(SimError, ImportError):
     """``--otel`` without the OpenTelemetry SDK installed (the ``otel`` extra)."""
 
 
-def _sdk() -> Any:
+def require_sdk(flag: str = "--otel") -> None:
+    """Raise :class:`OtelMissingError` (naming ``flag`` and the extra) unless the SDK's
+    packages import: checked before any run, so a missing extra costs no run."""
+    _sdk(flag)
+
+
+def _sdk(flag: str = "--otel") -> Any:
     """The SDK's pieces, or :class:`OtelMissingError` naming the extra."""
     try:
         from google.protobuf import json_format  # type: ignore[import-untyped, unused-ignore]
@@ -71,7 +77,7 @@ def _sdk() -> Any:
         from opentelemetry.sdk.trace.sampling import ALWAYS_ON
     except ImportError as exc:
         raise OtelMissingError(
-            f"--otel writes spans through the OpenTelemetry SDK, which is not installed "
+            f"{flag} writes spans through the OpenTelemetry SDK, which is not installed "
             f"(no module {exc.name or str(exc)!r}); install the otel extra: {_EXTRA}"
         ) from None
     return (

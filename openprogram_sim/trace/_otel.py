@@ -67,7 +67,7 @@ def is_otlp(data: Any) -> bool:
     return isinstance(data, Mapping) and ("resourceSpans" in data or "resource_spans" in data)
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, kw_only=True)
 class _Span:
     trace: str
     id: str
@@ -82,7 +82,7 @@ class _Span:
     where: str
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, kw_only=True)
 class _Exec:
     agent: _Span | None
     host: _Span | None
@@ -327,13 +327,23 @@ class _Tree:
     def _new(self, span: _Span) -> _Exec:
         above = self.known_parent(span)
         if span.op in _TOOL:  # model calls inside a tool's body: a nested run
-            return _Exec(None, span, self.exec_for(above), span.start, span.order)
+            return self._exec(span, host=span, parent=self.exec_for(above))
         if above is None:  # an agent of its own
-            return _Exec(span, None, None, span.start, span.order)
+            return self._exec(span, agent=span)
         if above.op in _TOOL:  # an agent a tool's body invoked
             parent = self.exec_for(self.known_parent(above))
-            return _Exec(span, above, parent, span.start, span.order)
-        return _Exec(span, None, self.exec_for(above), span.start, span.order)
+            return self._exec(span, agent=span, host=above, parent=parent)
+        return self._exec(span, agent=span, parent=self.exec_for(above))
+
+    @staticmethod
+    def _exec(
+        span: _Span,
+        *,
+        agent: _Span | None = None,
+        host: _Span | None = None,
+        parent: _Exec | None = None,
+    ) -> _Exec:
+        return _Exec(agent=agent, host=host, parent=parent, start=span.start, order=span.order)
 
 
 def _round_of(tool: _Span, chats: list[_Span], by_call: dict[str, int]) -> int:
