@@ -243,9 +243,11 @@ def _unknown_tool(
 
 
 def _scripted_names(model: Any) -> set[str]:
-    """The tools the scripted model's turns call (none for a cassette)."""
+    """The tools the scripted model's turns call, in any option of a ``one_of`` turn (none
+    for a cassette)."""
     names = set()
-    for turn in _list(model):
+    turns = [t for turn in _list(model) for t in [turn, *_list(_dict(turn).get("one_of"))]]
+    for turn in turns:
         for call in _list(_dict(turn).get("tool_calls")):
             call = _dict(call)
             name = call.get("name") if "name" in call else next(iter(call), None)

@@ -136,7 +136,13 @@ def _names_data(scenario: Scenario) -> dict[str, Any]:
         "expect": expect_of(scenario.expect),
     }
     if isinstance(scenario.model, list):  # the tools the script calls
-        data["model"] = [{"tool_calls": turn.tool_calls} for turn in scenario.model]
+        data["model"] = [
+            {
+                "tool_calls": turn.tool_calls,
+                "one_of": [{"tool_calls": c.tool_calls} for c in turn.one_of or ()],
+            }
+            for turn in scenario.model
+        ]
     if scenario.call is not None:
         data["call"] = scenario.call
     return data

@@ -116,6 +116,30 @@ def test_a_tool_the_script_calls_and_matchers_are_not_typos(tmp_path: Path) -> N
     assert verdict.passed, verdict.report()
 
 
+def test_a_tool_called_in_one_option_of_a_one_of_turn_is_known(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """\
+        scenario: one option calls a tool that does not exist
+        seed: 7
+        tools:
+          search: {returns: "3 results"}
+        exec: {content: "Find.", tools: [search]}
+        model:
+          - one_of:
+              - {weight: 1, tool_calls: [{search: {q: a}}]}
+              - {weight: 1, tool_calls: [{made_up: {}}]}
+          - text: done
+        expect:
+          properties: [{at_most: {tool: made_up, times: 1}}, {at_most: {tool: serch, times: 1}}]
+        """,
+    )
+    assert _issues(path) == [
+        "case.yaml:12: (expect.properties[1].at_most.tool) property 2 (at_most) names tool "
+        "'serch', which is not defined; did you mean 'search'?"
+    ]
+
+
 def test_with_call_the_users_function_may_bring_its_own_tools(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
