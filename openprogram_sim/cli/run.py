@@ -304,13 +304,9 @@ def _write_traces(results: list[ScenarioResult], out: TraceOut | None) -> bool:
     for result in results:
         if result.verdict is None:  # did not load, or interrupted: no run to write
             continue
-        outcome = result.verdict.outcome
+        path = _relative(result.path, base)
         try:
-            count += len(out.write(
-                outcome.trace, path=_relative(result.path, base),
-                title=outcome.scenario.scenario, model=getattr(outcome.provider, "model", None),
-                api=getattr(outcome.provider, "api", None), duration=outcome.duration,
-            ))  # fmt: skip
+            count += len(out.write_outcome(result.verdict.outcome, path=path))
         except OSError as exc:
             print(
                 f"openprogram-sim: --trace-out {out.folder}: cannot write: {exc}", file=sys.stderr

@@ -60,13 +60,6 @@ def write_trace(config: pytest.Config, path: str, outcome: RunOutcome) -> None:
     from openprogram_sim.report._trace_out import TraceOut
 
     try:
-        TraceOut(option.folder, otel=option.otel).write(
-            outcome.trace,
-            path=path,
-            title=outcome.scenario.scenario,
-            model=getattr(outcome.provider, "model", None),
-            api=getattr(outcome.provider, "api", None),
-            duration=outcome.duration,
-        )
+        TraceOut(option.folder, otel=option.otel).write_outcome(outcome, path=path)
     except OSError as exc:
         pytest.fail(f"--openprogram-trace-out {option.folder}: cannot write: {exc}", pytrace=False)

@@ -92,8 +92,11 @@ def _sdk(flag: str = "--otel") -> Any:
 
 
 def provider_name(api: str | None) -> str:
-    """``gen_ai.provider.name`` for a wire API (``openprogram_sim.scripted`` for none)."""
-    if not api or api == "scripted":
+    """``gen_ai.provider.name`` for a wire API (``openprogram_sim.scripted`` for the
+    scripted model, ``openprogram_sim`` when the provider names none)."""
+    if not api:
+        return "openprogram_sim"
+    if api == "scripted":
         return "openprogram_sim.scripted"
     return _PROVIDERS.get(api, api)
 

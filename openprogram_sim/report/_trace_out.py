@@ -22,6 +22,7 @@ from typing import Any
 
 from openprogram_sim.cassettes._atomic import atomic_write
 from openprogram_sim.cassettes._secrets import Scrubber, known_secrets
+from openprogram_sim.play import RunOutcome
 from openprogram_sim.report._otel_export import otlp_json
 
 __all__ = ["TraceOut", "trace_file_stem"]
@@ -78,3 +79,29 @@ class TraceOut:
             written.append(self.folder / f"{stem}.otlp.json")
             atomic_write(written[1], spans)
         return written
+
+    def write_outcome(self, outcome: RunOutcome, *, path: str) -> list[Path]:
+        """:meth:`write` for one scenario run: its trace, title, duration, and the model
+        and wire API of the provider it used (a cassette's adapter's, a real adapter's,
+        ``scripted``)."""
+        provider = outcome.provider
+        inner = getattr(provider, "inner", None)  # a cassette's replay wraps the adapter
+        # ScriptedModel.model; the HTTP adapters' model_id
+        model = next(
+            (
+                v
+                for p in (provider, inner)
+                for v in (getattr(p, "model", None), getattr(p, "model_id", None))
+                if isinstance(v, str) and v
+            ),
+            None,
+        )
+        api = getattr(provider, "api", None) or getattr(inner, "api", None)
+        return self.write(
+            outcome.trace,
+            path=path,
+            title=outcome.scenario.scenario,
+            model=model,
+            api=api if isinstance(api, str) else None,
+            duration=outcome.duration,
+        )

@@ -231,6 +231,28 @@ def test_errors_carry_an_error_status_and_type(tmp_path: Path) -> None:
     assert checked.returncode == 0, checked.stdout
 
 
+DATA = Path(__file__).parent / "data"
+
+
+@needs_sdk
+def test_a_cassette_replay_names_the_adapters_provider_and_model(tmp_path: Path) -> None:
+    (tmp_path / "cassettes").mkdir()
+    (tmp_path / "weather.yaml").write_text((DATA / "weather_replay.yaml").read_text("utf-8"))
+    (tmp_path / "cassettes" / "weather.yaml").write_text(
+        (DATA / "weather_cassette.yaml").read_text("utf-8")
+    )
+    ran = run_cli("run", "weather.yaml", "--trace-out", "out", "--otel", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (scope,) = json.loads(_spans_file(tmp_path / "out").read_text())["resourceSpans"][0][
+        "scopeSpans"
+    ]
+    chats = [s for s in scope["spans"] if _attrs(s)["gen_ai.operation.name"] == "chat"]
+    assert [s["name"] for s in chats] == ["chat gpt-4o-mini", "chat gpt-4o-mini"]
+    assert {
+        (_attrs(s)["gen_ai.provider.name"], _attrs(s)["gen_ai.request.model"]) for s in chats
+    } == {("openai", "gpt-4o-mini")}
+
+
 @pytest.mark.slow
 def test_without_the_extra_otel_says_which_to_install_and_check_still_reads_spans(
     tmp_path: Path,
