@@ -33,7 +33,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("wire",),
     ("cassettes",),
     ("play",),
-    ("fuzz", "coverage", "report"),
+    ("fuzz", "eval", "coverage", "report"),
     ("plugin", "cli"),
 ]
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
