@@ -20,6 +20,7 @@ mode, the shared example database, and the ``setup:``/``teardown:`` run around e
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,9 +113,9 @@ def _redis(spec: str, ping: bool) -> ExampleDatabase:
             f"--database {spec!r} is not a Redis URL: write redis://host:port/db "
             "(e.g. redis://localhost:6379/0)"
         )
-    try:
-        import redis
-        from hypothesis.extra.redis import RedisExampleDatabase
+    try:  # the redis extra, typed or not: looked up by name
+        redis: Any = importlib.import_module("redis")
+        extra: Any = importlib.import_module("hypothesis.extra.redis")
     except ImportError as exc:
         raise SearchError(
             f"--database {spec!r} needs the redis package ({exc}): "
@@ -129,7 +130,8 @@ def _redis(spec: str, ping: bool) -> ExampleDatabase:
                 f"--database {spec!r}: no Redis server answers at {url.hostname}:{port} "
                 f"({exc}); start one, or give a folder"
             ) from None
-    return RedisExampleDatabase(client)
+    database: ExampleDatabase = extra.RedisExampleDatabase(client)
+    return database
 
 
 def database_key(target: ToolTarget) -> bytes:
