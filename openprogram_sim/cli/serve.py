@@ -25,6 +25,15 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_BODY_MIN_RATE = 1024
 DEFAULT_MAX_CONNECTIONS = 512
+CLIENT_CHECKS = (
+    "answered_once",
+    "no_unknown_result",
+    "retry_after",
+    "max_retries",
+    "no_key_in_body",
+    "no_request_after_final",
+)
+DEFAULT_MAX_RETRIES = 4
 
 
 def banner(server: Any, title: str, turns: int) -> str:
@@ -110,6 +119,7 @@ def command(args: argparse.Namespace) -> int:
             body_timeout=args.body_timeout or None,
             body_min_rate=args.body_min_rate or None,
             max_connections=args.max_connections or None,
+            client_checks=_client_checks(args),
         )
     except OSError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
@@ -121,6 +131,12 @@ def command(args: argparse.Namespace) -> int:
         print(banner(server, scenario.scenario, len(server.app.script)), flush=True)
         server.run()
     return _report(server, sys.stdout)
+
+
+def _client_checks(args: argparse.Namespace) -> Any:
+    from openprogram_sim.wire import ClientChecks
+
+    return ClientChecks(off=frozenset(args.no_check), max_retries=args.max_retries)
 
 
 def _printer(stream: TextIO) -> Any:
@@ -152,7 +168,11 @@ def _report(server: Any, out: TextIO) -> int:
     calls = report.model_calls
     print(f"\nopenprogram-sim serve: {calls} model call(s); checked: {sessions}", file=out)
     if report.passed:
-        print("PASS every scripted turn was served; expect.requests holds", file=out)
+        print(
+            "PASS every scripted turn was served; expect.requests, expect.trajectory, "
+            "expect.properties and the client checks hold",
+            file=out,
+        )
         return 0
     print(f"FAIL {len(report.failures)} problem(s)", file=out)
     print(report.render(), file=out)
@@ -187,7 +207,9 @@ def add_parser(sub: Any) -> None:
         "Bedrock APIs",
         description="Serve SCENARIO's model turns, one per request, to any client: the "
         "official SDKs, other agent frameworks, openprogram's adapters. At exit (Ctrl-C), "
-        "turns never requested and expect.requests are checked (exit status 1 on failure).",
+        "turns never requested, expect.requests, and on each /s/NAME session's trace "
+        "expect.trajectory, expect.properties and the client invariants are checked (exit "
+        "status 1 on failure).",
     )
     serve.add_argument("scenario", help="the scenario file")
     serve.add_argument(
@@ -245,5 +267,22 @@ def add_parser(sub: Any) -> None:
         f"connections are open, idle ones included (default {DEFAULT_MAX_CONNECTIONS}; "
         "0: no cap)",
     )  # fmt: skip
+    serve.add_argument(
+        "--no-check",
+        action="append",
+        default=[],
+        choices=CLIENT_CHECKS,
+        metavar="NAME",
+        help="do not check this client invariant on the sessions (repeatable): "
+        + ", ".join(CLIENT_CHECKS),
+    )
+    serve.add_argument(
+        "--max-retries",
+        type=_non_negative(int),
+        default=DEFAULT_MAX_RETRIES,
+        metavar="N",
+        help="retries of one request in a row the max_retries invariant allows "
+        f"(default {DEFAULT_MAX_RETRIES})",
+    )
     add_pythonpath(serve, "scenario")
     serve.set_defaults(func=command)

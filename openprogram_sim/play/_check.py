@@ -35,7 +35,7 @@ from openprogram_sim.trace import (
     show,
 )
 
-__all__ = ["Verdict", "check_outcome", "check_requests", "request_check"]
+__all__ = ["Verdict", "check_outcome", "check_requests", "check_trace", "request_check"]
 
 
 @dataclass(slots=True)
@@ -428,6 +428,24 @@ def check_requests(scenario: Any, requests: list[dict[str, Any]]) -> list[Failur
     out: list[Failure] = []
     _check_requests(_Requests(scenario, requests), out)  # type: ignore[arg-type]
     return out
+
+
+def check_trace(scenario: Any, trace: list[dict[str, Any]]) -> list[Failure]:
+    """``scenario``'s ``expect.trajectory`` and ``expect.properties`` against ``trace`` (a
+    served session's): the same checks, and messages, ``run`` uses."""
+    out: list[Failure] = []
+    traced = _Traced(scenario, trace)
+    _check_trajectory(traced, out)  # type: ignore[arg-type]
+    _check_properties(traced, out)  # type: ignore[arg-type]
+    return out
+
+
+class _Traced:
+    """What :func:`check_trace` reads of an outcome: the scenario and a trace."""
+
+    def __init__(self, scenario: Any, trace: list[dict[str, Any]]) -> None:
+        self.scenario = scenario
+        self.trace = trace
 
 
 def request_check(scenario: Any) -> Callable[[list[dict[str, Any]]], list[Failure]]:

@@ -1,18 +1,43 @@
 """A scenario file served over the wire: its script, with its ``expect.requests`` checked on
-every session."""
+every session, its ``expect.trajectory`` and ``expect.properties`` on each session's trace,
+and the client invariants."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from openprogram_sim.play._check import request_check
+from openprogram_sim.play._check import check_trace, relative_where, request_check
 from openprogram_sim.scenario import Scenario, load_scenario
-from openprogram_sim.wire import WireServer, serve
+from openprogram_sim.trace import Failure
+from openprogram_sim.wire import ClientChecks, SessionCheck, TraceCheck, WireServer, serve
 
-__all__ = ["scenario_server", "serve_scenario"]
+__all__ = ["scenario_server", "serve_scenario", "session_check"]
+
+
+def trace_check(scenario: Scenario) -> TraceCheck:
+    """``scenario``'s ``expect.trajectory`` and ``expect.properties`` on a served session's
+    trace, with the failures ``run`` gives."""
+
+    def check(trace: list[dict[str, Any]]) -> list[Failure]:
+        found = check_trace(scenario, trace)
+        return [dataclasses.replace(f, where=relative_where(f.where)) for f in found]
+
+    return check
+
+
+def session_check(scenario: Scenario, client: Any = None) -> SessionCheck:
+    """What each session serving ``scenario`` is checked against: its ``expect.requests``,
+    its ``expect.trajectory`` and ``expect.properties`` (on the session's trace), and the
+    client invariants (``client``: a :class:`~openprogram_sim.wire.ClientChecks`, the
+    names to turn off, or ``{name: false, "max_retries": N}``)."""
+    return SessionCheck(
+        requests=request_check(scenario), trace=trace_check(scenario),
+        client=ClientChecks.of(client),
+    )  # fmt: skip
 
 
 def _loaded(scenario: Scenario | str | os.PathLike[str]) -> Scenario:
@@ -22,9 +47,12 @@ def _loaded(scenario: Scenario | str | os.PathLike[str]) -> Scenario:
 def scenario_server(scenario: Scenario | str | os.PathLike[str], **options: Any) -> WireServer:
     """A :class:`~openprogram_sim.wire.WireServer` (not started) for ``scenario`` (loaded, or
     a path): its :meth:`~openprogram_sim.scenario.Scenario.script`, and its
-    ``expect.requests`` as the server's request check. ``options`` are WireServer's."""
+    ``expect.requests``, ``expect.trajectory`` and ``expect.properties`` and the client
+    invariants as the server's check (:func:`session_check`; ``client_checks=`` turns
+    invariants off). Other ``options`` are WireServer's."""
     loaded = _loaded(scenario)
-    return WireServer(loaded.script(), check=request_check(loaded), **options)
+    check = session_check(loaded, options.pop("client_checks", None))
+    return WireServer(loaded.script(), check=check, **options)
 
 
 @contextmanager
@@ -40,9 +68,12 @@ def serve_scenario(
             assert server.check().passed, server.check().render()
 
     :meth:`WireServer.check <openprogram_sim.wire.WireServer.check>` then also holds what
-    each session's client sent against the scenario's ``expect.requests``. ``options`` are
+    each session's client sent against the scenario's ``expect.requests``, each session's
+    trace against its ``expect.trajectory`` and ``expect.properties``, and the client
+    invariants (``client_checks=``: see :func:`session_check`). Other ``options`` are
     :func:`~openprogram_sim.wire.serve`'s (``port``, ``cycle``, ``session_ttl``, ...).
     """
     loaded = _loaded(scenario)
-    with serve(loaded.script(), check=request_check(loaded), **options) as server:
+    check = session_check(loaded, options.pop("client_checks", None))
+    with serve(loaded.script(), check=check, **options) as server:
         yield server

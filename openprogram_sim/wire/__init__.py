@@ -69,6 +69,7 @@ import typing as _typing
 
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import WireFault
+from openprogram_sim.wire._client_checks import CLIENT_CHECKS, ClientChecks
 from openprogram_sim.wire._encode import APIS, as_carried, encode
 from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._plan import WireResponse
@@ -82,18 +83,24 @@ from openprogram_sim.wire._scripted import (
     mask_url,
     to_httpx,
 )
-from openprogram_sim.wire._session import RequestCheck, SessionReport
+from openprogram_sim.wire._session import RequestCheck, SessionCheck, SessionReport, TraceCheck
+from openprogram_sim.wire._trace import SessionTrace
 
 if _typing.TYPE_CHECKING:  # loaded on first use (see __getattr__)
     from openprogram_sim.wire._server import ServeReport, WireServer, serve
 
 __all__ = [
     "APIS",
+    "CLIENT_CHECKS",
     "CREDENTIAL_HEADERS",
+    "ClientChecks",
     "RequestCheck",
     "ScriptedWire",
     "ServeReport",
+    "SessionCheck",
     "SessionReport",
+    "SessionTrace",
+    "TraceCheck",
     "WireEncodeError",
     "WireFault",
     "WireRequest",
@@ -110,7 +117,10 @@ __all__ = [
     "to_httpx",
 ]
 
-for _cls in (ScriptedWire, SessionReport, WireRequest, WireResponse):
+for _cls in (
+    ClientChecks, ScriptedWire, SessionCheck, SessionReport, SessionTrace, WireRequest,
+    WireResponse,
+):  # fmt: skip
     _cls.__module__ = __name__
 del _cls
 

@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Message, Receive, Scope, Send
 
 from openprogram_sim.errors import WireEncodeError
-from openprogram_sim.models import TurnLike, WireFault, split_turn
+from openprogram_sim.models import Turn, TurnLike, WireFault, split_turn
 from openprogram_sim.wire._delivering import (
     BodyTooLarge,
     ClientGone,
@@ -40,10 +40,11 @@ from openprogram_sim.wire._delivering import (
     read_body,
     send_whole,
 )
+from openprogram_sim.wire._encode import served_call_ids
 from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._faults import Delivery, deliver
 from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, json_text
-from openprogram_sim.wire._scripted import mask_headers, mask_url
+from openprogram_sim.wire._scripted import CREDENTIAL_HEADERS, mask_headers, mask_url
 from openprogram_sim.wire._session import (
     EndedSessions,
     RequestCheck,
@@ -51,6 +52,7 @@ from openprogram_sim.wire._session import (
     SessionReport,
     SessionState,
 )
+from openprogram_sim.wire._trace import Served, ServedCall
 
 __all__ = [
     "DEFAULT_BODY_MIN_RATE",
@@ -660,15 +662,18 @@ class _ModelCall:
         if session is None:
             await send_whole(send, self._refusal(params["session"]))
             return
+        served: Served | None = None
         try:
             try:
-                delivery = self._answer(scope, raw, session, params)
+                delivery, served = self._answer(scope, raw, session, params)
             except Exception as exc:
                 why = f"{type(exc).__name__}: {exc}"
                 message = f"openprogram-sim: the request could not be answered: {why}"
                 delivery = self._fail(session, 500, message)
             await Delivering(delivery, receive, send, self.app.stopping(), session).run()
         finally:
+            if served is not None:
+                served.ended = time.monotonic()
             self.app.leave(session)
 
     def _refusal(self, name: str) -> WireResponse:
@@ -684,7 +689,9 @@ class _ModelCall:
 
     def _answer(
         self, scope: Scope, raw: bytes, session: Session, params: dict[str, Any]
-    ) -> Delivery:
+    ) -> tuple[Delivery, Served | None]:
+        """The delivery for one model call, and what it serves (``None``: a malformed
+        request, which is no model call)."""
         api = self.api
         try:
             body: Any = json.loads(raw) if raw else None
@@ -693,18 +700,22 @@ class _ModelCall:
         streams = isinstance(body, dict) and body.get("stream") is True
         stream = self.stream if self.stream is not None else streams
         request = session.record(_recorded(scope, api, stream, body, raw))
+        header = _key_in(scope, raw)
+        if header is not None:
+            session.key_in_body(request, header)
         problem = _malformed(api, body)
         if problem is not None:
-            return self._fail(session, 400, f"request #{request.index} ({api}): {problem}")
+            return self._fail(session, 400, f"request #{request.index} ({api}): {problem}"), None
         taken = session.take(request)
         if taken is None:
-            return self._fail(
-                session,
-                400,
+            message = (
                 f"openprogram-sim: the script is exhausted: request #{request.index} ({api}) "
                 f"has no scripted turn; the script has {len(self.app.script)}. Add a turn to "
-                "the scenario's model:, or check why the client called again.",
+                "the scenario's model:, or check why the client called again."
             )
+            failed = Served(status=400, stop_reason="error", error=message)
+            session.served_with(request, failed)
+            return self._fail(session, 400, message), failed
         number, turn, fault = taken
         if self.app.log is not None:
             where = "" if session.name is None else f"[{shown(session.name)}] "
@@ -714,14 +725,18 @@ class _ModelCall:
             )
         model = params.get("model") or (body.get("model") if isinstance(body, dict) else None)
         try:
-            return deliver(
+            delivery = deliver(
                 api, turn, fault, stream=stream, model=str(model or "scripted"),
                 seq=request.index, chunk_size=self.app.chunk_size,
             )  # fmt: skip
         except (WireEncodeError, ValueError) as exc:
-            return self._fail(
-                session, 500, f"openprogram-sim: turn {number} cannot be served on {api}: {exc}"
-            )
+            message = f"openprogram-sim: turn {number} cannot be served on {api}: {exc}"
+            delivery = self._fail(session, 500, message)
+            served = Served(status=500, stop_reason="error", error=message)
+        else:
+            served = _served(api, turn, delivery, request.index)
+        session.served_with(request, served)
+        return delivery, served
 
     def _fail(self, session: Session, status: int, message: str) -> Delivery:
         session.fail(message)
@@ -744,6 +759,57 @@ def _recorded(scope: Scope, api: str, stream: bool, body: Any, raw: bytes) -> di
         # one form of the body is kept: the parsed one, else (not JSON) its bytes
         "raw": b"" if body is not None else raw,
     }
+
+
+def _served(api: str, turn: Turn, delivery: Delivery, seq: int) -> Served:
+    """What ``delivery`` serves of ``turn`` (the call ids as the encoder makes them)."""
+    status = delivery.response.status
+    cut = delivery.cut_after is not None or delivery.hang or delivery.hang_first
+    failed = status >= 400 or turn.stop_reason == "error" or turn.fault == "truncate" or cut
+    headers = {k.lower(): v for k, v in delivery.response.headers.items()}
+    ids = served_call_ids(api, turn, seq)
+    calls = [ServedCall(i, c.name, c.arguments) for i, c in zip(ids, turn.tool_calls, strict=True)]
+    stop = turn.stop_reason or ("toolUse" if calls else "stop")
+    error = None
+    if failed:
+        stop = "error"
+        error = turn.error or (
+            f"HTTP {status}" if status >= 400 else "the answer was cut before its end"
+        )
+    return Served(
+        status=status, calls=calls, text=turn.text or "", stop_reason=stop, error=error,
+        retry_after=_retry_after(headers),
+    )  # fmt: skip
+
+
+def _retry_after(headers: dict[str, str]) -> float | None:
+    """Seconds ``retry-after-ms`` (else ``retry-after``, in seconds) asks for."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers[name]) / scale
+        except (KeyError, ValueError):
+            continue
+    return None
+
+
+def _key_in(scope: Scope, raw: bytes) -> str | None:
+    """The credential header (or ``?key=``) whose key the body ``raw`` holds, if any."""
+    keys: list[tuple[str, str]] = []
+    for k, v in scope["headers"]:
+        name = k.decode("latin-1").lower()
+        if name in CREDENTIAL_HEADERS and name != "cookie":
+            value = v.decode("latin-1")
+            _, sep, rest = value.partition(" ")
+            keys.append((name, rest if sep and name.endswith("authorization") else value))
+    query = scope.get("query_string", b"").decode("latin-1")
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if name == "key":
+            keys.append(("?key=", value))
+    for name, key in keys:
+        if len(key) >= 8 and key.encode("latin-1", "replace") in raw:
+            return name
+    return None
 
 
 def _url(scope: Scope) -> str:

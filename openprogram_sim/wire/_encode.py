@@ -19,7 +19,7 @@ from openprogram_sim.wire._openai_chat import encode_openai_chat
 from openprogram_sim.wire._openai_responses import encode_openai_responses
 from openprogram_sim.wire._plan import Plan, PlannedCall, WireResponse, pieces
 
-__all__ = ["APIS", "ENCODERS", "ErrorMode", "TurnLike", "as_carried", "encode"]
+__all__ = ["APIS", "ENCODERS", "ErrorMode", "TurnLike", "as_carried", "encode", "served_call_ids"]
 
 ENCODERS: dict[str, Callable[..., WireResponse]] = {
     "openai-chat": encode_openai_chat,
@@ -41,6 +41,16 @@ _ID_STYLE = {
     "anthropic": "toolu_wire{seq}_{i}",
     "bedrock": "tooluse_wire{seq}_{i}",
 }
+
+
+def served_call_ids(api: str, turn: Turn, seq: int) -> list[str | None]:
+    """The ids ``turn``'s tool calls are served with as response ``seq`` on ``api``: the
+    turn's own, else the API's style (``None`` on Gemini, which sends none)."""
+    style = _ID_STYLE.get(api)
+    return [
+        c.id if c.id is not None or style is None else style.format(seq=seq, i=i)
+        for i, c in enumerate(turn.tool_calls)
+    ]
 
 
 def _check_api(api: str) -> None:

@@ -32,14 +32,15 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["read_request"]
+__all__ = ["read_messages", "read_request"]
 
 
 def read_request(api: str, body: Any, *, index: int) -> dict[str, Any]:
     """The ``expect.requests`` fields of request ``index`` (from 1) of ``api``."""
     body = body if isinstance(body, dict) else {}
     reader = _READERS[api]
-    tools, choice, parallel, system, messages = reader(body)
+    tools, choice, parallel, system, full = reader(body)
+    messages = [_public(m) for m in full]
     return {
         "call": index,
         "depth": 0,
@@ -52,6 +53,21 @@ def read_request(api: str, body: Any, *, index: int) -> dict[str, Any]:
         "last_message": messages[-1] if messages else None,
         "messages": messages,
     }
+
+
+def read_messages(api: str, body: Any) -> list[dict[str, Any]]:
+    """The messages of a request body as :func:`read_request` reads them, with the ids
+    that tie a result to its call: each assistant call's ``id`` and each tool result's
+    ``tool_call_id`` (``None`` where the wire sends none: Gemini without ids)."""
+    return _READERS[api](body if isinstance(body, dict) else {})[4]
+
+
+def _public(message: dict[str, Any]) -> dict[str, Any]:
+    """A message without the ids (``expect.requests`` compares none)."""
+    out = {k: v for k, v in message.items() if k != "tool_call_id"}
+    if "tool_calls" in out:
+        out["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in out["tool_calls"]]
+    return out
 
 
 Read = tuple[list[str], Any, bool | None, str, list[dict[str, Any]]]
@@ -93,8 +109,9 @@ def _assistant(text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "assistant", "text": text, "tool_calls": calls}
 
 
-def _result(text: str, name: str | None, is_error: bool | None) -> dict[str, Any]:
+def _result(text: str, name: str | None, is_error: bool | None, call_id: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {"role": "toolResult", "text": text, "tool_name": name}
+    fields["tool_call_id"] = None if call_id is None else str(call_id)
     if is_error is not None:
         fields["is_error"] = is_error
     return fields
@@ -137,11 +154,13 @@ def _read_openai_chat(body: dict[str, Any]) -> Read:
             for c in m.get("tool_calls") or []:
                 fn = c.get("function") or {}
                 names[str(c.get("id"))] = fn.get("name")
-                calls.append({"name": fn.get("name"), "arguments": _arguments(fn.get("arguments"))})
+                args = _arguments(fn.get("arguments"))
+                calls.append({"name": fn.get("name"), "arguments": args, "id": c.get("id")})
             messages.append(_assistant(_text(m.get("content")), calls))
         elif role == "tool":
-            name = names.get(str(m.get("tool_call_id")))
-            messages.append(_result(_text(m.get("content")), name, None))
+            call_id = m.get("tool_call_id")
+            name = names.get(str(call_id))
+            messages.append(_result(_text(m.get("content")), name, None, call_id))
     parallel = body.get("parallel_tool_calls")
     return tools, _openai_choice(body.get("tool_choice")), parallel, "\n".join(system), messages
 
@@ -169,11 +188,13 @@ def _read_openai_responses(body: dict[str, Any]) -> Read:
             _open_assistant(messages)["text"] += _text(item.get("content"))
         elif kind == "function_call":
             names[str(item.get("call_id"))] = item.get("name")
-            call = {"name": item.get("name"), "arguments": _arguments(item.get("arguments"))}
+            args = _arguments(item.get("arguments"))
+            call = {"name": item.get("name"), "arguments": args, "id": item.get("call_id")}
             _open_assistant(messages)["tool_calls"].append(call)
         elif kind == "function_call_output":
-            name = names.get(str(item.get("call_id")))
-            messages.append(_result(_text(item.get("output")), name, None))
+            call_id = item.get("call_id")
+            name = names.get(str(call_id))
+            messages.append(_result(_text(item.get("output")), name, None, call_id))
     parallel = body.get("parallel_tool_calls")
     return tools, _openai_choice(body.get("tool_choice")), parallel, "\n".join(system), messages
 
@@ -217,7 +238,8 @@ def _read_anthropic(body: dict[str, Any]) -> Read:
             for b in blocks:
                 if isinstance(b, dict) and b.get("type") == "tool_use":
                     names[str(b.get("id"))] = b.get("name")
-                    calls.append({"name": b.get("name"), "arguments": b.get("input") or {}})
+                    args = b.get("input") or {}
+                    calls.append({"name": b.get("name"), "arguments": args, "id": b.get("id")})
             messages.append(_assistant(_text(blocks, ("text",)), calls))
         else:
             messages.extend(_anthropic_user(blocks, names))
@@ -230,8 +252,10 @@ def _anthropic_user(blocks: list[Any], names: dict[str, str]) -> list[dict[str, 
         if not isinstance(b, dict):
             continue
         if b.get("type") == "tool_result":
-            name = names.get(str(b.get("tool_use_id")))
-            out.append(_result(_text(b.get("content"), ("text",)), name, bool(b.get("is_error"))))
+            call_id = b.get("tool_use_id")
+            name = names.get(str(call_id))
+            text = _text(b.get("content"), ("text",))
+            out.append(_result(text, name, bool(b.get("is_error")), call_id))
         elif b.get("type") == "text":
             if out and out[-1]["role"] == "user":
                 out[-1]["text"] += b.get("text", "")
@@ -276,7 +300,8 @@ def _gemini_content(content: dict[str, Any]) -> list[dict[str, Any]]:
         for p in parts:
             call = p.get("functionCall") or p.get("function_call")
             if call:
-                calls.append({"name": call.get("name"), "arguments": call.get("args") or {}})
+                args = call.get("args") or {}
+                calls.append({"name": call.get("name"), "arguments": args, "id": call.get("id")})
         text = "".join(str(p.get("text", "")) for p in parts if not p.get("thought"))
         return [_assistant(text, calls)]
     out: list[dict[str, Any]] = []
@@ -284,7 +309,7 @@ def _gemini_content(content: dict[str, Any]) -> list[dict[str, Any]]:
         reply = p.get("functionResponse") or p.get("function_response")
         if reply:
             text, failed = _gemini_response(reply.get("response") or {})
-            out.append(_result(text, reply.get("name"), failed))
+            out.append(_result(text, reply.get("name"), failed, reply.get("id")))
         elif "text" in p:
             if out and out[-1]["role"] == "user":
                 out[-1]["text"] += str(p["text"])
@@ -356,7 +381,10 @@ def _bedrock_message(m: dict[str, Any], names: dict[str, str]) -> list[dict[str,
             use = b.get("toolUse")
             if use:
                 names[str(use.get("toolUseId"))] = use.get("name")
-                calls.append({"name": use.get("name"), "arguments": use.get("input") or {}})
+                args = use.get("input") or {}
+                calls.append(
+                    {"name": use.get("name"), "arguments": args, "id": use.get("toolUseId")}
+                )
         return [_assistant("".join(str(b["text"]) for b in blocks if "text" in b), calls)]
     out: list[dict[str, Any]] = []
     for b in blocks:
@@ -367,8 +395,9 @@ def _bedrock_message(m: dict[str, Any], names: dict[str, str]) -> list[dict[str,
                 for c in result.get("content") or []
                 if isinstance(c, dict)
             )
-            name = names.get(str(result.get("toolUseId")))
-            out.append(_result(text, name, result.get("status") == "error"))
+            call_id = result.get("toolUseId")
+            name = names.get(str(call_id))
+            out.append(_result(text, name, result.get("status") == "error", call_id))
         elif "text" in b:
             if out and out[-1]["role"] == "user":
                 out[-1]["text"] += str(b["text"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,15 +24,46 @@ from typing import Any, Literal
 
 from openprogram_sim.models import Turn, WireFault, script_seed, session_seed
 from openprogram_sim.trace import Failure, render_failures
-from openprogram_sim.wire._requests import read_request
+from openprogram_sim.wire._client_checks import ClientChecks, check_client
+from openprogram_sim.wire._requests import read_messages, read_request
 from openprogram_sim.wire._scripted import WireRequest
+from openprogram_sim.wire._trace import Exchange, Served, SessionTrace, build_trace
 
-__all__ = ["EndedSessions", "RequestCheck", "Session", "SessionReport"]
+__all__ = [
+    "EndedSessions",
+    "RequestCheck",
+    "Session",
+    "SessionCheck",
+    "SessionReport",
+    "TraceCheck",
+]
 
 RequestCheck = Callable[[list[dict[str, Any]]], list[Failure]]
 """Checks what a session's client sent: each model call as the fields
 :func:`~openprogram_sim.wire.read_request` reads, in call order, to the failures found
 (a scenario's ``expect.requests``: :func:`openprogram_sim.play.request_check`)."""
+
+TraceCheck = Callable[[list[dict[str, Any]]], list[Failure]]
+"""Checks a session's trace (:meth:`Session.trace`) to the failures found (a scenario's
+``expect.trajectory`` and ``expect.properties``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCheck:
+    """Everything a served session is checked against besides its script: what its client
+    sent (``requests``), its trace (``trace``) and the client invariants (``client``).
+
+    It is itself a :data:`RequestCheck` (calling it checks the requests), so it goes
+    wherever a ``check=`` does (:func:`~openprogram_sim.wire.serve`); a plain request check
+    there leaves every client invariant on."""
+
+    requests: RequestCheck | None = None
+    trace: TraceCheck | None = None
+    client: ClientChecks = field(default_factory=ClientChecks)
+
+    def __call__(self, fields: list[dict[str, Any]]) -> list[Failure]:
+        return self.requests(fields) if self.requests is not None else []
+
 
 SessionState = Literal["live", "ended", "expired"]
 
@@ -79,6 +111,9 @@ class Session:
         """Requests whose body is kept (``None``: all); later ones are recorded without it."""
         self.bodies_dropped = 0
         """Requests recorded without their body (past ``keep_bodies``)."""
+        self._arrived: dict[int, float] = {}
+        self._served: dict[int, Served] = {}
+        self._leaks: dict[int, str] = {}
         self._lock = threading.Lock()
 
     # -- written by the server -----------------------------------------------------------
@@ -91,7 +126,18 @@ class Session:
                 self.bodies_dropped += 1
             request = WireRequest(len(self._requests) + 1, **request_args)
             self._requests.append(request)
+            self._arrived[request.index] = time.monotonic()
             return request
+
+    def served_with(self, request: WireRequest, served: Served) -> None:
+        """Note what model call ``request`` was answered with (for the trace)."""
+        with self._lock:
+            self._served[request.index] = served
+
+    def key_in_body(self, request: WireRequest, header: str) -> None:
+        """Note that ``request``'s body holds the key its ``header`` carried."""
+        with self._lock:
+            self._leaks[request.index] = header
 
     def take(self, request: WireRequest) -> tuple[int, Turn, WireFault] | None:
         """The next turn for ``request`` (a model call): its number (from 1), the turn
@@ -156,11 +202,48 @@ class Session:
         kept = [r for r in self.calls if keep is None or r.index <= keep]
         return [read_request(r.api or "", r.body, index=k) for k, r in enumerate(kept, start=1)]
 
+    def trace(self) -> SessionTrace:
+        """The session's trace: what its client sent and what it was served, as the
+        events our own loop's trace has (see :mod:`openprogram_sim.wire._trace`); calls
+        recorded without their body (past ``keep_bodies``) are left out."""
+        keep = self.keep_bodies
+        with self._lock:
+            calls = [self._requests[i] for i in self._calls]
+            exchanges = [
+                Exchange(
+                    index=r.index,
+                    arrived=self._arrived.get(r.index, 0.0),
+                    messages=read_messages(r.api or "", r.body),
+                    served=self._served.get(r.index),
+                )
+                for r in calls
+                if keep is None or r.index <= keep
+            ]
+        return build_trace(exchanges)
+
+    def _checked(self, check: RequestCheck | None) -> list[Failure]:
+        """The request check, the trace check and the client invariants."""
+        found = check(self.request_fields()) if check is not None else []
+        if isinstance(check, SessionCheck):
+            trace_check, client = check.trace, check.client
+        else:
+            trace_check, client = None, ClientChecks()
+        built = self.trace()
+        if trace_check is not None:
+            found += trace_check(built.trace)
+        if self.name is None:
+            return found  # the default session is shared: its requests are many clients'
+        with self._lock:
+            leaks = dict(self._leaks)
+        found += check_client(built.rounds, leaks, label=self.label, checks=client)
+        return found
+
     def report(
         self, check: RequestCheck | None = None, state: SessionState = "live"
     ) -> SessionReport:
         """This session checked: failed requests, turns never requested and, given a
-        request check, what the client sent against it."""
+        request check, what the client sent against it; its trace against a
+        :class:`SessionCheck`'s trace check; and the client invariants."""
         errors = self.errors
         calls = len(self.calls)
         unconsumed = self.unconsumed
@@ -173,8 +256,7 @@ class Session:
                     "remove them, or check why the client stopped early",
                 )
             )
-        if check is not None:
-            failures += check(self.request_fields())
+        failures += self._checked(check)
         return SessionReport(
             name=self.name, state=state, turns=len(self.script), served=self.served,
             unconsumed=unconsumed, model_calls=calls, requests=len(self.requests),
