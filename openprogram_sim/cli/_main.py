@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from openprogram_sim.cli import check, distill, fuzz, init, record, run, schema, serve
+from openprogram_sim.cli import check, distill, eval, fuzz, init, record, run, schema, serve
 
 __all__ = ["build_parser", "main"]
 
@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run and inspect openprogram scenario files on the built-in simulator.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (run, schema, init, fuzz, serve, record, distill, check):
+    for module in (run, schema, init, fuzz, serve, record, distill, check, eval):
         module.add_parser(sub)
     return parser
 

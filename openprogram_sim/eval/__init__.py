@@ -2,12 +2,17 @@
 expectations that apply to a real model, with pass rates, intervals and a sequential
 verdict (``openprogram-sim eval``; see docs/evals.md).
 
+- :func:`evaluate`: one scenario sampled under :class:`EvalOptions`, each
+  :class:`Sample` recorded as a cassette and judged (:func:`judge`), into a
+  :class:`ScenarioResult`; :func:`compare` holds results against a baseline's.
 - :func:`wilson`, :func:`clopper_pearson`: confidence intervals for a pass rate.
 - :func:`pass_at_k`: the unbiased pass@k estimate.
 - :class:`SequentialTest`: the verdict against a threshold, checked after every sample.
 - :func:`fisher_exact`: a pass rate against a baseline's.
 """
 
+from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, judge
+from openprogram_sim.eval._sampling import EvalOptions, EvalSetupError, evaluate, scenario_slug
 from openprogram_sim.eval._stats import (
     Interval,
     SequentialTest,
@@ -19,15 +24,29 @@ from openprogram_sim.eval._stats import (
     pass_at_k,
     wilson,
 )
+from openprogram_sim.eval._summary import JSON_VERSION, Change, Sample, ScenarioResult, compare
 
 __all__ = [
+    "APPLICABLE",
+    "JSON_VERSION",
+    "NOT_APPLICABLE",
+    "Change",
+    "EvalOptions",
+    "EvalSetupError",
     "Interval",
+    "Judgement",
+    "Sample",
+    "ScenarioResult",
     "SequentialTest",
     "Verdict",
     "binomial_cdf",
     "binomial_sf",
     "clopper_pearson",
+    "compare",
+    "evaluate",
     "fisher_exact",
+    "judge",
     "pass_at_k",
+    "scenario_slug",
     "wilson",
 ]

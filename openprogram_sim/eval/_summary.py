@@ -1,0 +1,214 @@
+"""An eval's results: each sample, each scenario's pass rate with its interval, verdict,
+pass@k and flakiness, as the summary prints them and the ``--json`` file holds them; and
+the comparison with a baseline file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from openprogram_sim.eval._stats import (
+    Interval,
+    SequentialTest,
+    Verdict,
+    fisher_exact,
+    pass_at_k,
+    wilson,
+)
+
+__all__ = ["JSON_VERSION", "Change", "Sample", "ScenarioResult", "compare"]
+
+JSON_VERSION = 1
+"""The version of the ``--json`` file's layout."""
+
+PASS_AT = (1, 3, 5, 10, 20, 50, 100)
+"""The k of pass@k reported (those up to the number of samples)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Sample:
+    """One sample: the run, its cassette and its verdict."""
+
+    index: int
+    passed: bool
+    checks: dict[str, bool]
+    """Each applicable expectation, held or not."""
+    failures: list[str]
+    cassette: str
+    """The cassette file it was recorded to."""
+    error: str | None
+    """What exec raised (None: it returned)."""
+    model_calls: int
+    calls: list[dict[str, Any]]
+    """The tool calls made (name, args, depth, round): the sample's trajectory."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "passed": self.passed, "checks": dict(self.checks),
+            "failures": list(self.failures), "cassette": self.cassette, "error": self.error,
+            "model_calls": self.model_calls, "calls": list(self.calls),
+        }  # fmt: skip
+
+
+@dataclass(slots=True, kw_only=True)
+class ScenarioResult:
+    """One scenario's samples and what they say."""
+
+    path: str
+    title: str
+    max_samples: int
+    confidence: float
+    threshold: float | None
+    sequential: bool = True
+    not_applicable: list[str] = field(default_factory=list)
+    """``expect:`` keys given that a real model's run is not judged by."""
+    expectations: list[str] = field(default_factory=list)
+    """The applicable keys checked, in order."""
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    @property
+    def passed(self) -> int:
+        """Samples that passed."""
+        return sum(s.passed for s in self.samples)
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.n if self.n else 0.0
+
+    @property
+    def interval(self) -> Interval:
+        """The Wilson interval of the pass rate at the eval's confidence."""
+        return wilson(self.passed, self.n, self.confidence)
+
+    @property
+    def flaky(self) -> bool:
+        """Whether some samples passed and some failed."""
+        return 0 < self.passed < self.n
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.n < self.max_samples
+
+    def test(self) -> SequentialTest | None:
+        if self.threshold is None:
+            return None
+        looks = None if self.sequential else 1
+        return SequentialTest(self.threshold, self.confidence, self.max_samples, looks)
+
+    @property
+    def verdict(self) -> Verdict:
+        """With a threshold, the sequential test's; without, ``pass`` when every sample
+        passed."""
+        test = self.test()
+        if test is None:
+            return "pass" if self.n and self.passed == self.n else "fail"
+        return test.decide(self.passed, self.n)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the scenario clears the gate (an undecided verdict does not)."""
+        return self.verdict == "pass"
+
+    def pass_at(self) -> dict[int, float]:
+        return {k: pass_at_k(self.n, self.passed, k) for k in PASS_AT if k <= self.n}
+
+    def rates(self) -> dict[str, tuple[int, int]]:
+        """Each expectation's (held, samples)."""
+        return {
+            key: (sum(s.checks.get(key, False) for s in self.samples), self.n)
+            for key in self.expectations
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        interval = self.interval
+        test = self.test()
+        bound = test.interval(self.passed, self.n) if test is not None and self.n else None
+        return {
+            "path": self.path,
+            "title": self.title,
+            "samples": self.n,
+            "max_samples": self.max_samples,
+            "passed": self.passed,
+            "rate": self.rate,
+            "interval": {"low": interval.low, "high": interval.high, "method": "wilson"},
+            "confidence": self.confidence,
+            "threshold": self.threshold,
+            "verdict": self.verdict,
+            "decision_interval": (
+                None if bound is None else {"low": bound.low, "high": bound.high,
+                                            "method": "clopper-pearson",
+                                            "level": bound.confidence}
+            ),
+            "stopped_early": self.stopped_early,
+            "flaky": self.flaky,
+            "pass_at_k": {str(k): v for k, v in self.pass_at().items()},
+            "expectations": {k: {"passed": p, "samples": n} for k, (p, n) in self.rates().items()},
+            "not_applicable": list(self.not_applicable),
+            "sample_results": [s.to_json() for s in self.samples],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change:
+    """A scenario's pass rate against the baseline's: Fisher's exact test on the two
+    (passed, failed) counts."""
+
+    path: str
+    before: tuple[int, int]
+    """The baseline's (passed, samples)."""
+    after: tuple[int, int]
+    p_value: float
+    alpha: float
+
+    @property
+    def significant(self) -> bool:
+        """Whether the rates differ beyond chance (p-value below ``alpha``)."""
+        return self.p_value < self.alpha
+
+    @property
+    def direction(self) -> str:
+        b, a = self.before, self.after
+        before, after = b[0] / b[1] if b[1] else 0.0, a[0] / a[1] if a[1] else 0.0
+        return "drop" if after < before else "rise" if after > before else "same"
+
+    @property
+    def dropped(self) -> bool:
+        return self.significant and self.direction == "drop"
+
+    def describe(self) -> str:
+        (bp, bn), (ap, an) = self.before, self.after
+        said = f"{self.direction} beyond chance" if self.significant else "no change beyond chance"
+        return (
+            f"{bp}/{bn} -> {ap}/{an}: {said} (Fisher's exact test, p = {self.p_value:.4f}, "
+            f"alpha {self.alpha:g})"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "before": {"passed": self.before[0], "samples": self.before[1]},
+            "after": {"passed": self.after[0], "samples": self.after[1]},
+            "p_value": self.p_value, "alpha": self.alpha, "significant": self.significant,
+            "direction": self.direction,
+        }  # fmt: skip
+
+
+def compare(results: list[ScenarioResult], baseline: dict[str, Any], alpha: float) -> list[Change]:
+    """Each scenario of ``results`` that the ``baseline`` (a ``--json`` file's contents)
+    also holds, compared with it; scenarios matched by path."""
+    before = {s["path"]: s for s in baseline.get("scenarios", [])}
+    out = []
+    for result in results:
+        old = before.get(result.path)
+        if old is None or not result.n:
+            continue
+        bp, bn = int(old["passed"]), int(old["samples"])
+        p = fisher_exact(bp, bn - bp, result.passed, result.n - result.passed)
+        out.append(
+            Change(path=result.path, before=(bp, bn), after=(result.passed, result.n),
+                   p_value=p, alpha=alpha)
+        )  # fmt: skip
+    return out

@@ -1,0 +1,229 @@
+"""``openprogram-sim eval`` end to end over loopback: a stochastic scenario served by the
+wire server (a known true pass rate, 0.7), sampled through the real openai adapter by the
+command in a subprocess, each sample recorded as a cassette."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openprogram_sim.play import serve_scenario
+from openprogram_sim.wire import WireServer
+
+ROOT = Path(__file__).resolve().parents[2]
+WEIGHTED = ROOT / "scenarios" / "stochastic" / "weighted_pick.yaml"
+TRUTH = 0.7
+KEY = "sk-placeholder-eval-0123456789abcdefghijklmnopqrstuv"
+
+
+def eval_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    env.pop("CI", None)
+    return subprocess.run(
+        [sys.executable, "-m", "openprogram_sim.cli", "eval", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+
+
+def variant(tmp_path: Path, name: str, **changes: str) -> Path:
+    """The weighted scenario with some of its text replaced (weights, seed)."""
+    text = WEIGHTED.read_text()
+    for old, new in changes.items():
+        text = text.replace(old.replace("_", " ").replace("  ", "_"), new)
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def server() -> Iterator[WireServer]:
+    with serve_scenario(WEIGHTED) as served:
+        yield served
+
+
+def sessions_url(server: WireServer) -> str:
+    return server.url + "/s/{sample}/v1"
+
+
+def run_eval(
+    tmp_path: Path, url: str, *extra: str, scenario: Path = WEIGHTED
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    out = tmp_path / "results.json"
+    shown = scenario.relative_to(ROOT) if scenario.is_relative_to(ROOT) else scenario
+    done = eval_cli(
+        str(shown), "--model", "openai:gpt-4o-mini", "--base-url", url,
+        "--out", str(tmp_path / "eval"), "--json", str(out), *extra, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    return done, json.loads(out.read_text())
+
+
+def no_key_on_disk(folder: Path) -> int:
+    files = list(folder.rglob("*.yaml"))
+    for file in files:
+        text = file.read_text()
+        assert KEY not in text, file
+        assert "placeholder-eval" not in text, file
+    return len(files)
+
+
+@pytest.mark.slow
+def test_eval_estimates_the_served_rate_and_records_each_sample(
+    tmp_path: Path, server: WireServer
+) -> None:
+    done, data = run_eval(tmp_path, sessions_url(server), "--samples", "40")
+    (result,) = data["scenarios"]
+    assert result["samples"] == 40 and not result["stopped_early"]
+    low, high = result["interval"]["low"], result["interval"]["high"]
+    assert low <= TRUTH <= high  # seeded: the server's draws follow the scenario's seed
+    assert result["passed"] == 29  # fixed by the seed and the sample names
+    assert result["flaky"] is True
+    assert result["verdict"] == "fail"  # without --threshold every sample must pass
+    assert result["expectations"] == {
+        "trajectory": {"passed": 29, "samples": 40},
+        "properties": {"passed": 40, "samples": 40},
+    }
+    assert result["pass_at_k"]["1"] == pytest.approx(29 / 40)
+    assert done.returncode == 1
+    line = done.stdout.splitlines()[0]
+    assert line.startswith(
+        "FAIL      scenarios/stochastic/weighted_pick.yaml  29/40 passed (rate 0.725, 95% "
+        "interval [0.572, 0.839])  flaky"
+    ), line
+    assert "expectations: trajectory 29/40  properties 40/40" in done.stdout
+    assert "1 scenarios: 0 passed, 1 failed (openai:gpt-4o-mini, 40 samples;" in done.stdout
+    cassettes = sorted((tmp_path / "eval" / "scenarios__stochastic__weighted_pick").glob("*.yaml"))
+    assert [c.name for c in cassettes] == [f"sample-{i:03d}.yaml" for i in range(1, 41)]
+    assert [s["cassette"] for s in result["sample_results"]] == [str(c) for c in cassettes]
+    assert "authorization: Bearer <redacted>" in cassettes[0].read_text()
+    assert no_key_on_disk(tmp_path / "eval") == 40
+
+
+@pytest.mark.slow
+def test_a_threshold_well_above_the_truth_fails_early(tmp_path: Path, server: WireServer) -> None:
+    done, data = run_eval(tmp_path, sessions_url(server), "--samples", "100", "--threshold", "0.95")
+    (result,) = data["scenarios"]
+    assert result["verdict"] == "fail" and done.returncode == 1
+    assert result["stopped_early"] and result["samples"] < 40
+    assert result["decision_interval"]["high"] < 0.95
+    assert f"stopped after {result['samples']} of 100 samples: the verdict was decided" in (
+        done.stdout
+    )
+    assert "threshold 0.95: upper bound" in done.stdout
+    assert no_key_on_disk(tmp_path / "eval") == result["samples"]
+
+
+@pytest.mark.slow
+def test_a_threshold_well_below_the_truth_passes_early(tmp_path: Path, server: WireServer) -> None:
+    done, data = run_eval(tmp_path, sessions_url(server), "--samples", "100", "--threshold", "0.3")
+    (result,) = data["scenarios"]
+    assert result["verdict"] == "pass" and done.returncode == 0
+    assert result["stopped_early"] and result["samples"] < 40
+    assert result["decision_interval"]["low"] > 0.3
+    assert done.stdout.startswith("PASS      scenarios/stochastic/weighted_pick.yaml")
+    assert "1 scenarios: 1 passed, 0 failed" in done.stdout
+    assert no_key_on_disk(tmp_path / "eval") == result["samples"]
+
+
+@pytest.mark.slow
+def test_a_planted_drop_is_flagged_against_the_baseline_and_a_rerun_is_not(
+    tmp_path: Path, server: WireServer
+) -> None:
+    gate = ("--samples", "40", "--threshold", "0.05", "--no-early-stop")
+    _, before = run_eval(tmp_path / "before", sessions_url(server), *gate)
+    baseline = tmp_path / "before" / "results.json"
+    # the same rate, other draws: the scenario served with another seed
+    rerun = variant(tmp_path, "rerun.yaml", **{"seed: 7": "seed: 8"})
+    # a planted drop: the lookup now comes one time in five
+    worse = variant(tmp_path, "worse.yaml", **{"weight: 0.7": "weight: 0.2"})
+    worse.write_text(worse.read_text().replace("weight: 0.3", "weight: 0.8"))
+    for name, served, flagged in (("same", rerun, False), ("drop", worse, True)):
+        with serve_scenario(served) as other:
+            done, data = run_eval(
+                tmp_path / name, sessions_url(other), *gate, "--baseline", str(baseline)
+            )
+        (result,) = data["scenarios"]
+        change = result["baseline"]
+        assert change["before"] == {"passed": before["scenarios"][0]["passed"], "samples": 40}
+        assert change["significant"] is flagged, (name, change)
+        assert done.returncode == (1 if flagged else 0), done.stdout
+        mark = "CHANGED " if flagged else "same    "
+        assert f"baseline  {mark} scenarios/stochastic/weighted_pick.yaml  " in done.stdout
+        if flagged:
+            assert change["direction"] == "drop" and change["p_value"] < 0.05
+            assert "drop beyond chance (Fisher's exact test, p = " in done.stdout
+            assert "; 1 dropped against the baseline" in done.stdout
+        else:
+            assert "no change beyond chance" in done.stdout
+
+
+def test_expectations_that_pin_a_script_are_not_applicable(
+    tmp_path: Path, server: WireServer
+) -> None:
+    scripted = WEIGHTED.read_text() + (
+        "  events:\n    - tool_execution_start: {tool_name: lookup_order}\n  model_calls: 2\n"
+    )
+    path = tmp_path / "pinned.yaml"
+    path.write_text(scripted)
+    done, data = run_eval(tmp_path, sessions_url(server), "--samples", "2", scenario=path)
+    (result,) = data["scenarios"]
+    assert result["not_applicable"] == ["events", "model_calls"]
+    assert set(result["expectations"]) == {"trajectory", "properties"}
+    assert "not applicable: events, model_calls (they pin what a script does)" in done.stdout
+
+
+def test_a_setup_mistake_stops_the_eval_with_status_2(tmp_path: Path) -> None:
+    done = eval_cli(
+        str(WEIGHTED), "--model", "openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9/v1",
+        "--out", str(tmp_path), cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "openprogram-sim eval: scenarios/stochastic/weighted_pick.yaml: sample 1: no request "
+        "reached the model (exec raised ModelError: "
+    ), done.stderr
+    assert "check --base-url and the key's environment variable" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--threshold", "1.5"], "--threshold is a pass rate between 0 and 1 (e.g. 0.8), got 1.5"),
+        (["--samples", "0"], "--samples must be at least 1, got 0"),
+        (["--model", "gpt-4o"], "--model 'gpt-4o' is not PROVIDER:MODEL (e.g. openai:gpt-4o-mini)"),
+    ],
+)
+def test_bad_options_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    from openprogram_sim.cli import main
+
+    argv = ["eval", str(WEIGHTED), "--model", "openai:gpt-4o-mini", "--out", str(tmp_path)]
+    assert main([*argv, *args]) == 2
+    assert capsys.readouterr().err == f"openprogram-sim eval: {message}\n"
+
+
+def test_a_baseline_that_is_not_an_eval_file_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from openprogram_sim.cli import main
+
+    bad = tmp_path / "b.json"
+    bad.write_text('{"x": 1}')
+    argv = ["eval", str(WEIGHTED), "--model", "openai:gpt-4o-mini", "--baseline", str(bad)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"openprogram-sim eval: --baseline {bad}: not an eval's --json file (no scenarios: "
+        "list); write one with openprogram-sim eval ... --json FILE\n"
+    )
