@@ -1,0 +1,336 @@
+"""A served session's trace: built from what real clients sent (the official ``openai``,
+``anthropic`` and ``google-genai`` SDKs, pydantic-ai) and what the server served, in our
+own loop's event shapes, and checked with the scenario's ``expect.trajectory`` and
+``expect.properties`` at the session's end (``DELETE /s/NAME``), passing and failing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx2
+import pytest
+
+from openprogram_sim.play import serve_scenario
+from openprogram_sim.wire import WireServer
+
+SEARCH_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+CHAT_TOOLS = [{"type": "function", "function": {"name": "search", "parameters": SEARCH_SCHEMA}}]
+RESPONSES_TOOLS = [{"type": "function", "name": "search", "parameters": SEARCH_SCHEMA}]
+
+TWO_SEARCHES = """\
+scenario: two searches in one round, then the answer
+tools:
+  search:
+    parameters: {type: object, properties: {q: {type: string}}, required: [q]}
+    returns: "3 results"
+exec: {content: "Find a and b."}
+model:
+  - tool_calls: [{search: {q: a}}, {search: {q: b}}]
+  - text: "Found both."
+expect:
+"""
+
+PASSING = (
+    TWO_SEARCHES
+    + """\
+  trajectory:
+    mode: exact
+    calls: [[{search: {q: a}}, {search: {q: b}}]]
+  properties:
+    - at_most: {tool: search, times: 2}
+    - ends_with: {reason: stop}
+"""
+)
+
+FAILING = (
+    TWO_SEARCHES
+    + """\
+  trajectory:
+    mode: exact
+    calls: [search]
+  properties:
+    - at_most: {tool: search, times: 1}
+"""
+)
+
+
+def scenario(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "served.yaml"
+    path.write_text(text)
+    return path
+
+
+def end(server: WireServer, session: str) -> dict[str, Any]:
+    """``DELETE /s/NAME``: the session's report."""
+    response = httpx2.delete(f"{server.url}/s/{session}")
+    assert response.status_code == 200
+    return dict(response.json())
+
+
+def openai_chat_loop(openai: ModuleType, url: str, *, drop_second: bool = False) -> str:
+    """A small agent on the plain ``openai`` SDK: it runs every call, returns its result,
+    and asks again until the model answers with text (``drop_second``: a planted bug,
+    the second result of a round is never sent)."""
+    client = openai.OpenAI(base_url=url, api_key="sk-test-0123456789", max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Find a and b."}]
+    with client:
+        while True:
+            reply = (
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=messages, tools=CHAT_TOOLS
+                )
+                .choices[0]
+                .message
+            )
+            messages.append(reply.model_dump(exclude_none=True))
+            if not reply.tool_calls:
+                return str(reply.content)
+            calls = reply.tool_calls[:1] if drop_second else reply.tool_calls
+            for call in calls:
+                q = json.loads(call.function.arguments)["q"]
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": f"results for {q}"}
+                )
+
+
+def shape(trace: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Each event as (type, round, the fields that say what happened)."""
+    keys = ("role", "text", "tool_calls", "stop_reason", "tool_call_id", "tool_name",
+            "args", "result", "is_error", "reason", "tool_results")  # fmt: skip
+    return [(e["type"], e["round"], *(e[k] for k in keys if k in e)) for e in trace]
+
+
+def test_an_openai_chat_sessions_trace_is_the_loops_trace_shape(
+    openai: ModuleType, tmp_path: Path
+) -> None:
+    with serve_scenario(scenario(tmp_path, PASSING)) as server:
+        assert openai_chat_loop(openai, server.base_url("openai", "chat")) == "Found both."
+        trace = server.session("chat").trace().trace
+        report = end(server, "chat")
+
+    assert shape(trace) == [
+        ("agent_start", 0),
+        ("turn_start", 1),
+        ("message_start", 1, "user", "Find a and b."),
+        ("message_end", 1, "user", "Find a and b."),
+        ("message_start", 1, "assistant", "", [], "stop"),
+        ("message_end", 1, "assistant", "", ["search", "search"], "toolUse"),
+        ("tool_execution_start", 1, "call_wire1_0", "search", {"q": "a"}),
+        ("tool_execution_end", 1, "call_wire1_0", "search", {"q": "a"}, "results for a", None),
+        ("message_start", 1, "toolResult", "results for a", "call_wire1_0", "search", None),
+        ("message_end", 1, "toolResult", "results for a", "call_wire1_0", "search", None),
+        ("tool_execution_start", 1, "call_wire1_1", "search", {"q": "b"}),
+        ("tool_execution_end", 1, "call_wire1_1", "search", {"q": "b"}, "results for b", None),
+        ("message_start", 1, "toolResult", "results for b", "call_wire1_1", "search", None),
+        ("message_end", 1, "toolResult", "results for b", "call_wire1_1", "search", None),
+        ("turn_end", 1, ["search", "search"], "toolUse", 2),
+        ("turn_start", 2),
+        ("message_start", 2, "assistant", "Found both.", [], "stop"),
+        ("message_end", 2, "assistant", "Found both.", [], "stop"),
+        ("turn_end", 2, [], "stop", 0),
+        ("agent_end", 2, "stop"),
+    ]
+    assert (report["passed"], report["failures"], report["report"]) == (True, [], "")
+
+
+def test_a_trajectory_and_a_property_that_do_not_hold_fail_the_session(
+    openai: ModuleType, tmp_path: Path
+) -> None:
+    path = scenario(tmp_path, FAILING)
+    with serve_scenario(path) as server:
+        openai_chat_loop(openai, server.base_url("openai", "chat"))
+        report = end(server, "chat")
+        final = server.check()
+
+    assert report["passed"] is False
+    assert report["report"] == (
+        "- trajectory (exact) did not match: score 0.67, min_score 1.0\n"
+        f"  at {path}:11\n"
+        "  score 0.67 (F1); precision 1/2 = 0.50, recall 1/1 = 1.00, F1 0.67\n"
+        '  unexpected call: #10 search({"q": "b"}) d0 r1\n'
+        "  calls made at depth 0, by round:\n"
+        '    #6 search({"q": "a"}) d0 r1  <- expected call 1\n'
+        '    #10 search({"q": "b"}) d0 r1\n'
+        '- property 1 (at_most) does not hold: at_most: {"tool": "search", "times": 1}\n'
+        f"  at {path}:15\n"
+        "  search was called 2 times, at most 1 allowed: #6, #10 (beyond the limit: #10)\n"
+        '    #10  tool_execution_start   d0 r1 search({"q": "b"})'
+    )
+    # the report at stop lists the same failures, the session named first
+    assert [f.title for f in final.failures] == [
+        "session 'chat': trajectory (exact) did not match: score 0.67, min_score 1.0",
+        "session 'chat': property 1 (at_most) does not hold: at_most: "
+        '{"tool": "search", "times": 1}',
+    ]
+
+
+def test_an_openai_responses_sessions_results_are_matched_by_call_id(
+    openai: ModuleType, tmp_path: Path
+) -> None:
+    with serve_scenario(scenario(tmp_path, PASSING)) as server:
+        client = openai.OpenAI(
+            base_url=server.base_url("openai", "resp"), api_key="sk-test", max_retries=0
+        )
+        items: list[Any] = [{"role": "user", "content": "Find a and b."}]
+        with client:
+            first = client.responses.create(model="gpt-4o", input=items, tools=RESPONSES_TOOLS)
+            calls = [o for o in first.output if o.type == "function_call"]
+            items += [c.model_dump(exclude_none=True) for c in calls]
+            items += [
+                {"type": "function_call_output", "call_id": c.call_id, "output": f"r {c.arguments}"}
+                for c in reversed(calls)  # results in another order than the calls
+            ]
+            second = client.responses.create(model="gpt-4o", input=items, tools=RESPONSES_TOOLS)
+        assert second.output_text == "Found both."
+        trace = server.session("resp").trace().trace
+        report = end(server, "resp")
+
+    ends = [(e["tool_call_id"], e["result"]) for e in trace if e["type"] == "tool_execution_end"]
+    assert ends == [("call_wire1_0", 'r {"q": "a"}'), ("call_wire1_1", 'r {"q": "b"}')]
+    assert report["passed"], report["report"]
+
+
+ANTHROPIC = """\
+scenario: a tool error passed back
+tools:
+  search:
+    parameters: {type: object, properties: {q: {type: string}}, required: [q]}
+    raises: "index offline"
+exec: {content: "Find a."}
+model:
+  - tool_calls: [{search: {q: a}}]
+  - text: "The index is offline."
+expect:
+  properties:
+    - never: {tool: search, is_error: true}
+"""
+
+
+def test_an_anthropic_tool_error_is_in_the_trace_and_breaks_a_property(
+    anthropic: ModuleType, tmp_path: Path
+) -> None:
+    path = scenario(tmp_path, ANTHROPIC)
+    with serve_scenario(path) as server:
+        client = anthropic.Anthropic(
+            base_url=server.base_url("anthropic", "a"), api_key="sk-ant-test", max_retries=0
+        )
+        tools = [{"name": "search", "input_schema": SEARCH_SCHEMA}]
+        messages: list[Any] = [{"role": "user", "content": "Find a."}]
+        with client:
+            first = client.messages.create(
+                model="claude-sonnet-4-5", max_tokens=100, messages=messages, tools=tools
+            )
+            use = next(b for b in first.content if b.type == "tool_use")
+            messages += [
+                {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id,
+                                              "content": "index offline", "is_error": True}]},
+            ]  # fmt: skip
+            client.messages.create(
+                model="claude-sonnet-4-5", max_tokens=100, messages=messages, tools=tools
+            )
+        trace = server.session("a").trace().trace
+        report = end(server, "a")
+
+    (done,) = [e for e in trace if e["type"] == "tool_execution_end"]
+    assert (done["tool_call_id"], done["result"], done["is_error"]) == (
+        "toolu_wire1_0", "index offline", True,
+    )  # fmt: skip
+    assert report["report"] == (
+        '- property 1 (never) does not hold: never: {"tool": "search", "is_error": true}\n'
+        f"  at {path}:12\n"
+        '  search was called: #6 search({"q": "a"}) d0 r1\n'
+        '    #6   tool_execution_start   d0 r1 search({"q": "a"})'
+    )
+
+
+GEMINI = """\
+scenario: google-genai runs the tool itself
+tools:
+  search:
+    parameters: {type: object, properties: {q: {type: string}}, required: [q]}
+    returns: "3 results"
+exec: {content: "Find a."}
+model:
+  - tool_calls: [{search: {q: tides}}]
+  - text: "Tides follow the moon."
+expect:
+  trajectory: {mode: exact, calls: [{search: {q: tides}}]}
+  properties:
+    - at_least: {tool: search, times: 1, result: "3 results for tides"}
+"""
+
+
+def test_google_genai_automatic_function_calling_passes_trace_and_invariants(
+    genai: ModuleType, tmp_path: Path
+) -> None:
+    def search(q: str) -> str:
+        """Search the web."""
+        return f"3 results for {q}"
+
+    with serve_scenario(scenario(tmp_path, GEMINI)) as server:
+        options = genai.types.HttpOptions(base_url=server.base_url("gemini", "g"))
+        client = genai.Client(api_key="gemini-test-key", http_options=options)
+        reply = client.models.generate_content(
+            model="gemini-2.5-flash", contents="Find a.",
+            config=genai.types.GenerateContentConfig(tools=[search]),
+        )  # fmt: skip
+        assert reply.text == "Tides follow the moon."
+        trace = server.session("g").trace().trace
+        report = end(server, "g")
+
+    # Gemini sends no call ids: the result is matched by name and order
+    (done,) = [e for e in trace if e["type"] == "tool_execution_end"]
+    assert (done["tool_call_id"], done["result"]) == ("#0", "3 results for tides")
+    assert (report["passed"], report["report"]) == (True, "")
+
+
+WEATHER = """\
+scenario: pydantic-ai asks for the weather
+tools:
+  get_weather:
+    parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+    returns: "sunny"
+exec: {content: "What's the weather in Paris?"}
+model:
+  - tool_calls: [{get_weather: {city: Paris}}]
+  - text: "It is sunny in Paris."
+expect:
+  trajectory: {mode: exact, calls: [{get_weather: {city: %s}}]}
+"""
+
+
+@pytest.mark.parametrize("city", ["Paris", "Rome"])
+def test_a_pydantic_ai_agent_sessions_trajectory(
+    pydantic_ai: ModuleType, tmp_path: Path, city: str
+) -> None:
+    async def ask(url: str) -> str:
+        async with httpx2.AsyncClient() as http:
+            provider = pydantic_ai.providers.openai.OpenAIProvider(
+                base_url=url, api_key="sk-test-0123456789", http_client=http
+            )
+            model = pydantic_ai.models.openai.OpenAIChatModel("gpt-4o-mini", provider=provider)
+            agent = pydantic_ai.Agent(model)
+
+            @agent.tool_plain
+            def get_weather(city: str) -> str:
+                """The current weather in a city."""
+                return "sunny"
+
+            return str((await agent.run("What's the weather in Paris?")).output)
+
+    with serve_scenario(scenario(tmp_path, WEATHER % city)) as server:
+        assert asyncio.run(ask(server.base_url("openai", "p"))) == "It is sunny in Paris."
+        report = end(server, "p")
+
+    if city == "Paris":  # pydantic-ai's own loop passes every client invariant too
+        assert (report["passed"], report["report"]) == (True, ""), report["report"]
+    else:
+        assert [f["title"] for f in report["failures"]] == [
+            "trajectory (exact) did not match: score 0.00, min_score 1.0"
+        ]
+        assert "Rome" in report["failures"][0]["detail"]
