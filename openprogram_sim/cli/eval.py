@@ -149,6 +149,12 @@ def _print_result(result: Any, options: Any, out: TextIO) -> None:
             "script does)",
             file=out,
         )
+    for regression in result.regressions:
+        print(
+            f"          regression: {regression.path} ({regression.count} failing sample(s) "
+            f"made this trajectory; it fails on {', '.join(regression.failed)})",
+            file=out,
+        )
     failing = [s for s in result.samples if not s.passed]
     if failing and result.verdict != "pass":
         first = failing[0]

@@ -4,7 +4,8 @@ verdict (``openprogram-sim eval``; see docs/evals.md).
 
 - :func:`evaluate`: one scenario sampled under :class:`EvalOptions`, each
   :class:`Sample` recorded as a cassette and judged (:func:`judge`), into a
-  :class:`ScenarioResult`; :func:`compare` holds results against a baseline's.
+  :class:`ScenarioResult`; :func:`compare` holds results against a baseline's;
+  :func:`write_regressions` distills each distinct failure into a scenario.
 - :func:`wilson`, :func:`clopper_pearson`: confidence intervals for a pass rate.
 - :func:`pass_at_k`: the unbiased pass@k estimate.
 - :class:`SequentialTest`: the verdict against a threshold, checked after every sample.
@@ -12,6 +13,7 @@ verdict (``openprogram-sim eval``; see docs/evals.md).
 """
 
 from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, judge
+from openprogram_sim.eval._regressions import trajectory_key, write_regressions
 from openprogram_sim.eval._sampling import EvalOptions, EvalSetupError, evaluate, scenario_slug
 from openprogram_sim.eval._stats import (
     Interval,
@@ -24,7 +26,14 @@ from openprogram_sim.eval._stats import (
     pass_at_k,
     wilson,
 )
-from openprogram_sim.eval._summary import JSON_VERSION, Change, Sample, ScenarioResult, compare
+from openprogram_sim.eval._summary import (
+    JSON_VERSION,
+    Change,
+    Regression,
+    Sample,
+    ScenarioResult,
+    compare,
+)
 
 __all__ = [
     "APPLICABLE",
@@ -35,6 +44,7 @@ __all__ = [
     "EvalSetupError",
     "Interval",
     "Judgement",
+    "Regression",
     "Sample",
     "ScenarioResult",
     "SequentialTest",
@@ -48,5 +58,7 @@ __all__ = [
     "judge",
     "pass_at_k",
     "scenario_slug",
+    "trajectory_key",
     "wilson",
+    "write_regressions",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 from openprogram_sim.cassettes import Cassette
 from openprogram_sim.errors import SimError
 from openprogram_sim.eval._judge import judge, not_applicable
+from openprogram_sim.eval._regressions import write_regressions
 from openprogram_sim.eval._stats import SequentialTest
 from openprogram_sim.eval._summary import Sample, ScenarioResult
 from openprogram_sim.play import RunOutcome, arun_scenario
@@ -156,8 +157,11 @@ def evaluate(
     on_sample: Callable[[Sample], None] | None = None,
 ) -> ScenarioResult:
     """Sample ``scenario`` up to ``options.samples`` times (fewer when the sequential test
-    decides first), each sample's cassette under ``options.out/<slug>/``."""
-    folder = options.out / scenario_slug(scenario.path)
+    decides first), each sample's cassette under ``options.out/<slug>/``; each distinct
+    failure distilled into ``options.out/regressions/<slug>-N.yaml``."""
+    source = scenario.path
+    slug = scenario_slug(source)
+    folder = options.out / slug
     scenario = scenario.model_copy(update={"timeout": options.timeout})
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("sample-*.yaml"):  # a rerun's samples replace the last run's
@@ -183,4 +187,7 @@ def evaluate(
             on_sample(sample)
         if test is not None and test.decide(result.passed, result.n) != "undecided":
             break
+    result.regressions = write_regressions(
+        result.samples, source, options.out / "regressions", slug
+    )
     return result

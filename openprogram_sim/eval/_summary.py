@@ -16,7 +16,7 @@ from openprogram_sim.eval._stats import (
     wilson,
 )
 
-__all__ = ["JSON_VERSION", "Change", "Sample", "ScenarioResult", "compare"]
+__all__ = ["JSON_VERSION", "Change", "Regression", "Sample", "ScenarioResult", "compare"]
 
 JSON_VERSION = 1
 """The version of the ``--json`` file's layout."""
@@ -50,6 +50,23 @@ class Sample:
         }  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Regression:
+    """A regression scenario written for one distinct failure."""
+
+    path: str
+    count: int
+    """How many failing samples made this trajectory."""
+    samples: list[int]
+    """Their numbers (from 1)."""
+    failed: list[str]
+    """The expectations its first sample failed."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "count": self.count, "samples": list(self.samples),
+                "failed": list(self.failed)}  # fmt: skip
+
+
 @dataclass(slots=True, kw_only=True)
 class ScenarioResult:
     """One scenario's samples and what they say."""
@@ -65,6 +82,8 @@ class ScenarioResult:
     expectations: list[str] = field(default_factory=list)
     """The applicable keys checked, in order."""
     samples: list[Sample] = field(default_factory=list)
+    regressions: list[Regression] = field(default_factory=list)
+    """The regression scenarios written for its failing samples."""
 
     @property
     def n(self) -> int:
@@ -148,6 +167,7 @@ class ScenarioResult:
             "pass_at_k": {str(k): v for k, v in self.pass_at().items()},
             "expectations": {k: {"passed": p, "samples": n} for k, (p, n) in self.rates().items()},
             "not_applicable": list(self.not_applicable),
+            "regressions": [r.to_json() for r in self.regressions],
             "sample_results": [s.to_json() for s in self.samples],
         }  # fmt: skip
 

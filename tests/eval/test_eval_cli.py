@@ -70,12 +70,13 @@ def run_eval(
 
 
 def no_key_on_disk(folder: Path) -> int:
-    files = list(folder.rglob("*.yaml"))
-    for file in files:
-        text = file.read_text()
-        assert KEY not in text, file
-        assert "placeholder-eval" not in text, file
-    return len(files)
+    """Check every file written (cassettes, regressions) for the key; the cassettes."""
+    for file in folder.rglob("*"):
+        if file.is_file():
+            text = file.read_text()
+            assert KEY not in text, file
+            assert "placeholder-eval" not in text, file
+    return len(list(folder.glob("*/sample-*.yaml")))
 
 
 @pytest.mark.slow
@@ -227,3 +228,57 @@ def test_a_baseline_that_is_not_an_eval_file_is_named(
         f"openprogram-sim eval: --baseline {bad}: not an eval's --json file (no scenarios: "
         "list); write one with openprogram-sim eval ... --json FILE\n"
     )
+
+
+THREE = ROOT / "scenarios" / "stochastic" / "three_ways.yaml"
+
+
+@pytest.mark.slow
+def test_each_distinct_failure_is_distilled_once_and_fails_under_run(tmp_path: Path) -> None:
+    with serve_scenario(THREE) as server:
+        done, data = run_eval(tmp_path, sessions_url(server), "--samples", "30", scenario=THREE)
+    (result,) = data["scenarios"]
+    failing = [s for s in result["sample_results"] if not s["passed"]]
+    regressions = result["regressions"]
+    # two wrong ways (the wrong order looked up, no lookup): two files, with their counts
+    assert len(regressions) == 2
+    assert sum(r["count"] for r in regressions) == len(failing) == 30 - result["passed"]
+    assert sorted(i for r in regressions for i in r["samples"]) == [s["index"] for s in failing]
+    assert sorted(r["failed"] for r in regressions) == [
+        ["trajectory"],
+        ["trajectory", "properties"],
+    ]
+    folder = tmp_path / "eval" / "regressions"
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == [
+        "scenarios__stochastic__three_ways-1.yaml",
+        "scenarios__stochastic__three_ways-2.yaml",
+    ]
+    for regression in regressions:
+        text = Path(regression["path"]).read_text()
+        assert text.startswith(
+            "# A regression from openprogram-sim eval of scenarios/stochastic/three_ways.yaml: "
+            f"{regression['count']} failing\n# sample(s) made this trajectory; it fails on "
+            f"{', '.join(regression['failed'])}, as they did.\n"
+        ), text
+        assert f"regression: {regression['path']} ({regression['count']} failing" in done.stdout
+        assert KEY not in text
+    # each fails under run, offline, on the expectation its samples failed
+    run = subprocess.run(
+        [sys.executable, "-m", "openprogram_sim.cli", "run", str(folder)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout
+    assert "2 scenarios: 0 passed, 2 failed" in run.stdout
+    assert run.stdout.count("trajectory (superset) did not match") == 2
+    assert no_key_on_disk(tmp_path / "eval") == 30
+    # a rerun whose samples all pass leaves no regression of the last run behind
+    right = THREE.read_text().split("model:")[0] + (
+        'model:\n  - tool_calls: [{lookup_order: {order_id: "42"}}]\n  - text: "Shipped."\n'
+    )
+    always = tmp_path / "always.yaml"
+    always.write_text(right)
+    with serve_scenario(always) as server:
+        done, data = run_eval(tmp_path, sessions_url(server), "--samples", "3", scenario=THREE)
+    assert data["scenarios"][0]["passed"] == 3 and done.returncode == 0
+    assert list(folder.iterdir()) == []
