@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram_sim.play import RunOutcome, check_outcome
-from openprogram_sim.scenario import Expect
+from openprogram_sim.scenario import Expect, Scenario
 
 __all__ = ["APPLICABLE", "NOT_APPLICABLE", "Judgement", "judge", "not_applicable"]
 
@@ -35,18 +35,34 @@ class Judgement:
         return all(self.checks.values())
 
 
-def not_applicable(expect: Expect) -> list[str]:
-    """The keys ``expect`` gives that a real model's run is not judged by."""
-    given = expect.model_fields_set
-    return [key for key in NOT_APPLICABLE if key in given and getattr(expect, key)]
+def not_applicable(scenario: Scenario) -> list[str]:
+    """The keys the scenario's ``expect:`` (and its conversation steps') give that a real
+    model's run is not judged by."""
+    expects = [scenario.expect, *(s.expect for s in scenario.conversation or ())]
+    return [
+        key
+        for key in NOT_APPLICABLE
+        if any(key in e.model_fields_set and getattr(e, key) for e in expects)
+    ]
 
 
 def _given(expect: Expect) -> list[str]:
     return [key for key in APPLICABLE if key in expect.model_fields_set]
 
 
+def _narrowed(expect: Expect) -> Expect:
+    """``expect`` with only its applicable keys."""
+    return Expect(**{key: getattr(expect, key) for key in _given(expect)})
+
+
 def _checked(outcome: RunOutcome, expect: Expect) -> list[str]:
-    scenario = outcome.scenario.model_copy(update={"expect": expect})
+    update: dict[str, Any] = {"expect": expect}
+    steps = outcome.scenario.conversation
+    if steps is not None:  # each exec's own expect:, narrowed too, is checked with every key
+        update["conversation"] = [
+            s.model_copy(update={"expect": _narrowed(s.expect)}) for s in steps
+        ]
+    scenario = outcome.scenario.model_copy(update=update)
     verdict = check_outcome(dataclasses.replace(outcome, scenario=scenario))
     return [str(f) for f in verdict.failures]
 

@@ -174,7 +174,7 @@ def evaluate(
         confidence=options.confidence,
         threshold=options.threshold,
         sequential=options.sequential,
-        not_applicable=not_applicable(scenario.expect),
+        not_applicable=not_applicable(scenario),
         expectations=[],
     )
     for index in range(1, options.samples + 1):

@@ -282,3 +282,25 @@ def test_each_distinct_failure_is_distilled_once_and_fails_under_run(tmp_path: P
         done, data = run_eval(tmp_path, sessions_url(server), "--samples", "3", scenario=THREE)
     assert data["scenarios"][0]["passed"] == 3 and done.returncode == 0
     assert list(folder.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_conversation_is_judged_by_its_steps_results_not_their_events(tmp_path: Path) -> None:
+    talk = ROOT / "scenarios" / "conversation" / "second_user_turn.yaml"
+    with serve_scenario(talk) as server:
+        done, data = run_eval(tmp_path, sessions_url(server), "--samples", "2", scenario=talk)
+    (result,) = data["scenarios"]
+    assert result["not_applicable"] == ["events", "counts", "requests", "history", "model_calls"]
+    assert result["expectations"] == {"exec": {"passed": 2, "samples": 2}}
+    assert done.returncode == 0, done.stdout
+    # a step's result that the model does not give fails the sample
+    wrong = talk.read_text().replace('- text: "Sun tomorrow."', '- text: "Snow."')
+    other = tmp_path / "other.yaml"
+    other.write_text(wrong)
+    with serve_scenario(other) as server:
+        done, data = run_eval(tmp_path, sessions_url(server), "--samples", "2", scenario=talk)
+    assert data["scenarios"][0]["passed"] == 0 and done.returncode == 1
+    assert data["scenarios"][0]["sample_results"][0]["failures"] == [
+        "exec 2: exec returned something else\nat scenarios/conversation/second_user_turn.yaml:38\n"
+        '  expected: "Sun tomorrow."\n  actual:   "Snow."'
+    ]
