@@ -7,7 +7,8 @@
   then answers (a smoke test for any toolset).
 - :class:`Turn` is one scripted reply (or a weighted ``one_of`` choice of replies, each a
   :class:`Choice`, drawn from a seed; :class:`Draw` records one), :class:`WireFault` what
-  it does to the HTTP exchange when served over the wire (a script is a list of ``(Turn, WireFault)`` steps);
+  it does to the HTTP exchange when served over the wire (a script is a list of
+  ``(Turn, WireFault)`` steps);
   :class:`VirtualClock` is the time scripted latency advances (nothing sleeps for real).
 
 ::
