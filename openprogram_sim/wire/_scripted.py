@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import re
 import threading
 import time
@@ -23,6 +24,8 @@ from openprogram_sim.models import (
     TurnLike,
     WireFault,
     refuse_scenario,
+    script_seed,
+    session_seed,
     split_turn,
 )
 from openprogram_sim.wire._errors import error_response
@@ -268,6 +271,7 @@ class ScriptedWire:
         chunk_size: int = 24,
         error_status: int = 500,
         error_mode: ErrorMode = "auto",
+        seed: int | None = None,
     ) -> None:
         refuse_scenario(turns, "ScriptedWire()")
         items = [t if isinstance(t, WireResponse) else split_turn(t) for t in turns]
@@ -282,6 +286,15 @@ class ScriptedWire:
         self.errors: list[str] = []
         self._served = 0
         self._lock = threading.Lock()
+        given = (
+            seed
+            if seed is not None
+            else script_seed([t for t in self.turns if isinstance(t, Turn)])
+        )
+        self.seed: int = given if given is not None else session_seed(None, None)
+        """The seed ``one_of`` turns are drawn from (given, the script's, or picked), as
+        :class:`~openprogram_sim.models.ScriptedModel` draws them."""
+        self._rng = random.Random(self.seed)
 
     # -- transport glue ------------------------------------------------------------------
 
@@ -356,7 +369,9 @@ class ScriptedWire:
                 )
             self._served += 1
             number = self._served
-        item = self.turns[number - 1]
+            item = self.turns[number - 1]
+            if isinstance(item, Turn):  # a one_of turn is drawn here, in call order
+                item = item.draw(self._rng)[0]
         fault = self._faults[number - 1] if number <= len(self._faults) else None
         if isinstance(item, WireResponse):
             return Delivery(response=item)

@@ -3,15 +3,17 @@ model) and per session (the wire server), with their weights checked when loaded
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from openprogram_sim.cli import main
 from openprogram_sim.errors import ScenarioError
 from openprogram_sim.models import Draw, ScriptedModel, Turn
-from openprogram_sim.play import run_scenario, serve_scenario
+from openprogram_sim.play import arun_scenario, run_scenario, serve_scenario
 from openprogram_sim.scenario import load_scenario
 from openprogram_sim.trace import match_trajectory
 
@@ -190,3 +192,33 @@ def test_each_served_session_draws_from_its_seed_and_reports_it() -> None:
 
 def test_draw_records_are_plain() -> None:
     assert str(Draw(3, 1, 2)) == "call #3: option 2 of 2"
+
+
+def test_the_in_process_wire_draws_as_the_scripted_model_does() -> None:
+    """ScriptedWire (the wire without a server) draws a one_of turn from the same seed with
+    the same stream of numbers: the anthropic adapter over it plays the scripted run's
+    replies, seed by seed."""
+    from openprogram.providers.anthropic import AnthropicProvider
+    from openprogram_sim.wire import ScriptedWire
+
+    scenario = load_scenario(WEIGHTED)
+
+    async def over_the_wire(seeded: Any) -> tuple[list[str], int]:
+        wire = ScriptedWire([turn for turn, _ in seeded.script()])
+        client = wire.client()
+        provider = AnthropicProvider("claude-sonnet-4-5", api_key="test", client=client)
+        try:
+            outcome = await arun_scenario(seeded, provider)
+        finally:
+            await client.aclose()
+        return [e["type"] for e in outcome.trace], wire.seed
+
+    options = set()
+    for seed in range(12):
+        seeded = scenario.model_copy(update={"seed": seed})
+        scripted = run_scenario(seeded)
+        types, wire_seed = asyncio.run(over_the_wire(seeded))
+        assert wire_seed == seed
+        assert types == [e["type"] for e in scripted.trace], seed
+        options |= {d.option for d in scripted.provider.draws}  # type: ignore[union-attr]
+    assert options == {0, 1}
