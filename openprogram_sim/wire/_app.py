@@ -43,6 +43,7 @@ from openprogram_sim.wire._delivering import (
 from openprogram_sim.wire._encode import served_call_ids
 from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._faults import Delivery, deliver
+from openprogram_sim.wire._openai_responses import UnknownResponse
 from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, json_text
 from openprogram_sim.wire._scripted import CREDENTIAL_HEADERS, mask_headers, mask_url
 from openprogram_sim.wire._session import (
@@ -706,6 +707,15 @@ class _ModelCall:
         problem = _malformed(api, body)
         if problem is not None:
             return self._fail(session, 400, f"request #{request.index} ({api}): {problem}"), None
+        whole = body
+        if api == "openai-responses":
+            try:
+                whole = session.responses.expand(body, session.label)
+            except UnknownResponse as exc:
+                self._fail(session, 400, f"request #{request.index} ({api}): {exc.message}")
+                return Delivery(response=exc.answer()), None
+            if whole is not body:
+                session.whole_body(request, whole)
         taken = session.take(request)
         if taken is None:
             message = (
@@ -735,6 +745,8 @@ class _ModelCall:
             served = Served(status=500, stop_reason="error", error=message)
         else:
             served = _served(api, turn, delivery, request.index)
+            if api == "openai-responses":
+                session.responses.keep(request.index, whole, served)
         session.served_with(request, served)
         return delivery, served
 

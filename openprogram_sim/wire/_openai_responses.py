@@ -1,22 +1,96 @@
-"""OpenAI Responses: ``POST /v1/responses`` as the API answers it."""
+"""OpenAI Responses: ``POST /v1/responses`` as the API answers it, and the conversations a
+session keeps for ``previous_response_id`` (:class:`ResponseStore`)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from openprogram.types import Usage
 from openprogram_sim.wire._errors import error_kind
 from openprogram_sim.wire._plan import (
     CREATED,
+    JSON_TYPE,
     SSE_UTF8,
     Plan,
     WireResponse,
     cut_short,
     json_response,
+    json_text,
     sse_event,
 )
+from openprogram_sim.wire._trace import Served
 
-__all__ = ["encode_openai_responses"]
+__all__ = ["ResponseStore", "UnknownResponse", "encode_openai_responses", "response_id"]
+
+
+def response_id(seq: int) -> str:
+    """The id of response ``seq`` (its request's number in the session)."""
+    return f"resp_wire{seq}"
+
+
+class UnknownResponse(Exception):
+    """A request's ``previous_response_id`` names no response the session keeps."""
+
+    def __init__(self, previous: str, label: str) -> None:
+        super().__init__(previous)
+        self.previous = previous
+        self.message = (
+            f"Previous response with id {previous!r} not found. (openprogram-sim: {label} "
+            "served no response with that id, or served it under store: false; a session "
+            "keeps the responses it served, ids resp_wire1, resp_wire2, ... by request)"
+        )
+
+    def answer(self) -> WireResponse:
+        """The API's own error for it (HTTP 400, ``previous_response_not_found``)."""
+        body = {"error": {"message": self.message, "type": "invalid_request_error",
+                          "param": "previous_response_id",
+                          "code": "previous_response_not_found"}}  # fmt: skip
+        headers = {"content-type": JSON_TYPE, "x-should-retry": "false"}
+        return WireResponse(400, headers, [json_text(body).encode()])
+
+
+def _items(raw: Any) -> list[Any]:
+    if isinstance(raw, str):
+        return [{"role": "user", "content": raw}]
+    return list(raw) if isinstance(raw, list) else []
+
+
+class ResponseStore:
+    """A session's served Responses, each as the whole conversation it ends (every input
+    item, the earlier responses' included, and its output), so a request that sends only
+    ``previous_response_id`` and its new items is read as the whole conversation."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, list[Any]] = {}
+
+    def expand(self, body: dict[str, Any], label: str) -> dict[str, Any]:
+        """``body`` with its ``input`` preceded by the conversation its
+        ``previous_response_id`` ends (``body`` itself without one); raises
+        :class:`UnknownResponse` for an id not kept."""
+        previous = body.get("previous_response_id")
+        if previous is None:
+            return body
+        kept = self._kept.get(str(previous))
+        if kept is None:
+            raise UnknownResponse(str(previous), label)
+        return {**body, "input": [*kept, *_items(body.get("input"))]}
+
+    def keep(self, seq: int, body: dict[str, Any], served: Served) -> None:
+        """Keep response ``seq``, answered to ``body`` (expanded), unless it asked for
+        ``store: false`` or the answer failed."""
+        if body.get("store") is False or served.failed:
+            return
+        output: list[Any] = []
+        if served.text:
+            text = {"type": "output_text", "text": served.text, "annotations": []}
+            output.append({"type": "message", "role": "assistant", "content": [text]})
+        for c in served.calls:
+            args = c.args if isinstance(c.args, str) else json.dumps(c.args, ensure_ascii=False)
+            output.append(
+                {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": args}
+            )
+        self._kept[response_id(seq)] = [*_items(body.get("input")), *output]
 
 
 def _responses_usage(u: Usage) -> dict[str, Any]:
@@ -64,7 +138,7 @@ def _responses_items(plan: Plan) -> list[dict[str, Any]]:
 def _responses_object(plan: Plan, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
     final = status != "in_progress"
     body: dict[str, Any] = {
-        "id": f"resp_wire{plan.seq}",
+        "id": response_id(plan.seq),
         "object": "response",
         "created_at": CREATED,
         "status": status,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from openprogram_sim.models import Turn, WireFault, script_seed, session_seed
 from openprogram_sim.trace import Failure, render_failures
 from openprogram_sim.wire._client_checks import ClientChecks, check_client
+from openprogram_sim.wire._openai_responses import ResponseStore
 from openprogram_sim.wire._requests import read_messages, read_request
 from openprogram_sim.wire._scripted import WireRequest
 from openprogram_sim.wire._trace import Exchange, Served, SessionTrace, build_trace
@@ -114,6 +115,9 @@ class Session:
         self._arrived: dict[int, float] = {}
         self._served: dict[int, Served] = {}
         self._leaks: dict[int, str] = {}
+        self._whole: dict[int, Any] = {}
+        self.responses = ResponseStore()
+        """The Responses it served, for ``previous_response_id``."""
         self._lock = threading.Lock()
 
     # -- written by the server -----------------------------------------------------------
@@ -133,6 +137,16 @@ class Session:
         """Note what model call ``request`` was answered with (for the trace)."""
         with self._lock:
             self._served[request.index] = served
+
+    def whole_body(self, request: WireRequest, body: Any) -> None:
+        """Note ``request``'s body with the conversation its ``previous_response_id``
+        ends (what the checks and the trace read instead of the body sent)."""
+        with self._lock:
+            self._whole[request.index] = body
+
+    def body_of(self, request: WireRequest) -> Any:
+        """``request``'s body as the checks read it: the whole conversation."""
+        return self._whole.get(request.index, request.body)
 
     def key_in_body(self, request: WireRequest, header: str) -> None:
         """Note that ``request``'s body holds the key its ``header`` carried."""
@@ -200,7 +214,9 @@ class Session:
         (past ``keep_bodies``) are left out."""
         keep = self.keep_bodies
         kept = [r for r in self.calls if keep is None or r.index <= keep]
-        return [read_request(r.api or "", r.body, index=k) for k, r in enumerate(kept, start=1)]
+        return [
+            read_request(r.api or "", self.body_of(r), index=k) for k, r in enumerate(kept, start=1)
+        ]
 
     def trace(self) -> SessionTrace:
         """The session's trace: what its client sent and what it was served, as the
@@ -213,7 +229,7 @@ class Session:
                 Exchange(
                     index=r.index,
                     arrived=self._arrived.get(r.index, 0.0),
-                    messages=read_messages(r.api or "", r.body),
+                    messages=read_messages(r.api or "", self._whole.get(r.index, r.body)),
                     served=self._served.get(r.index),
                 )
                 for r in calls

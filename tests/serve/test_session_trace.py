@@ -334,3 +334,85 @@ def test_a_pydantic_ai_agent_sessions_trajectory(
             "trajectory (exact) did not match: score 0.00, min_score 1.0"
         ]
         assert "Rome" in report["failures"][0]["detail"]
+
+
+STATEFUL = """\
+scenario: a Responses client that sends only previous_response_id and its new items
+tools:
+  search:
+    parameters: {type: object, properties: {q: {type: string}}, required: [q]}
+exec: {content: "Find a."}
+model:
+  - tool_calls: [{search: {q: a}}]
+  - text: "Found a."
+expect:
+  requests:
+    - {round: 1, message_count: 1}
+    - round: 2
+      message_count: 3
+      last_message: {role: toolResult, tool_name: search, text: "3 results"}
+  trajectory: {mode: exact, calls: [{search: {q: a}}]}
+"""
+
+
+def test_previous_response_id_is_read_as_the_whole_conversation(
+    openai: ModuleType, tmp_path: Path
+) -> None:
+    with serve_scenario(scenario(tmp_path, STATEFUL)) as server:
+        client = openai.OpenAI(
+            base_url=server.base_url("openai", "state"), api_key="sk-test", max_retries=0
+        )
+        with client:
+            first = client.responses.create(model="gpt-4o", input="Find a.", tools=RESPONSES_TOOLS)
+            (call,) = [o for o in first.output if o.type == "function_call"]
+            output = {
+                "type": "function_call_output",
+                "call_id": call.call_id,
+                "output": "3 results",
+            }
+            second = client.responses.create(
+                model="gpt-4o", previous_response_id=first.id, input=[output],
+                tools=RESPONSES_TOOLS,
+            )  # fmt: skip
+        assert (first.id, second.output_text) == ("resp_wire1", "Found a.")
+        sent = server.session("state").requests[1].body
+        trace = server.session("state").trace().trace
+        report = end(server, "state")
+
+    assert sent["input"] == [output]  # what the client sent stays as it was
+    ends = [(e["tool_name"], e["result"]) for e in trace if e["type"] == "tool_execution_end"]
+    assert ends == [("search", "3 results")]
+    assert (report["passed"], report["report"]) == (True, "")
+
+
+def test_an_unknown_or_unstored_previous_response_gets_the_apis_own_error(
+    openai: ModuleType, tmp_path: Path
+) -> None:
+    with serve_scenario(scenario(tmp_path, STATEFUL)) as server:
+        client = openai.OpenAI(
+            base_url=server.base_url("openai", "lost"), api_key="sk-test", max_retries=0
+        )
+        with client:
+            first = client.responses.create(
+                model="gpt-4o", input="Find a.", tools=RESPONSES_TOOLS, store=False
+            )
+            with pytest.raises(openai.BadRequestError) as caught:
+                client.responses.create(
+                    model="gpt-4o", previous_response_id=first.id, input="again"
+                )
+        report = end(server, "lost")
+
+    error = caught.value
+    assert (error.status_code, error.code, error.param) == (
+        400, "previous_response_not_found", "previous_response_id",
+    )  # fmt: skip
+    message = (
+        "Previous response with id 'resp_wire1' not found. (openprogram-sim: session 'lost' "
+        "served no response with that id, or served it under store: false; a session keeps "
+        "the responses it served, ids resp_wire1, resp_wire2, ... by request)"
+    )
+    assert error.body == {
+        "message": message, "type": "invalid_request_error",
+        "param": "previous_response_id", "code": "previous_response_not_found",
+    }  # fmt: skip
+    assert report["errors"] == [f"request #2 (openai-responses): {message}"]
