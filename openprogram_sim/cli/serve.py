@@ -273,16 +273,16 @@ def add_parser(sub: Any) -> None:
         default=[],
         choices=CLIENT_CHECKS,
         metavar="NAME",
-        help="do not check this client invariant on the sessions (repeatable): "
-        + ", ".join(CLIENT_CHECKS),
+        help="do not check this client invariant on the sessions (repeatable; as well as "
+        "those the scenario's wire: checks: turns off): " + ", ".join(CLIENT_CHECKS),
     )
     serve.add_argument(
         "--max-retries",
         type=_non_negative(int),
-        default=DEFAULT_MAX_RETRIES,
+        default=None,
         metavar="N",
         help="retries of one request in a row the max_retries invariant allows "
-        f"(default {DEFAULT_MAX_RETRIES})",
+        f"(default: the scenario's wire: max_retries, else {DEFAULT_MAX_RETRIES})",
     )
     add_pythonpath(serve, "scenario")
     serve.set_defaults(func=command)

@@ -32,11 +32,18 @@ def trace_check(scenario: Scenario) -> TraceCheck:
 def session_check(scenario: Scenario, client: Any = None) -> SessionCheck:
     """What each session serving ``scenario`` is checked against: its ``expect.requests``,
     its ``expect.trajectory`` and ``expect.properties`` (on the session's trace), and the
-    client invariants (``client``: a :class:`~openprogram_sim.wire.ClientChecks`, the
-    names to turn off, or ``{name: false, "max_retries": N}``)."""
+    client invariants: the scenario's ``wire: {checks: {name: false}, max_retries: N}``
+    with ``client`` on top (a :class:`~openprogram_sim.wire.ClientChecks`, the names to
+    turn off, or ``{name: false, "max_retries": N}``; it turns off more, and its
+    ``max_retries`` wins)."""
+    wire = scenario.wire
+    own = ClientChecks(
+        off=frozenset(name for name, on in wire.checks.items() if not on),
+        max_retries=wire.max_retries,
+    )
     return SessionCheck(
         requests=request_check(scenario), trace=trace_check(scenario),
-        client=ClientChecks.of(client),
+        client=ClientChecks.of(client).over(own),
     )  # fmt: skip
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "Steering",
     "ToolDef",
     "ToolOutcome",
+    "WireOptions",
 ]
 
 
@@ -644,6 +645,32 @@ Refs = Annotated[
 """One import path (``package.module:name``) or a list of them."""
 
 
+ClientCheckName = Literal[
+    "answered_once",
+    "no_unknown_result",
+    "retry_after",
+    "max_retries",
+    "no_key_in_body",
+    "no_request_after_final",
+]
+"""The client invariants ``serve`` checks on each session (openprogram_sim.wire's
+CLIENT_CHECKS; a test holds the two equal)."""
+
+
+class WireOptions(_Model):
+    """How ``serve`` checks the clients of this scenario's sessions."""
+
+    checks: dict[ClientCheckName, bool] = Field(
+        default_factory=dict,
+        description="Client invariants checked on each served session (every one is on); "
+        "false turns one off, e.g. {retry_after: false}.",
+    )
+    max_retries: int | None = Field(
+        None, ge=0, description="Retries of one request in a row the max_retries check allows "
+        "(default 4).",
+    )  # fmt: skip
+
+
 class Scenario(_Model):
     """One scenario file."""
 
@@ -719,6 +746,11 @@ class Scenario(_Model):
         None,
         description="The seed one_of turns are drawn from (each run draws the same replies); "
         "without it each run picks a seed and names it.",
+    )
+    wire: WireOptions = Field(
+        default_factory=WireOptions,
+        description="How openprogram-sim serve checks this scenario's clients (the client "
+        "invariants on each session).",
     )
     expect: Expect = Field(default_factory=Expect)
     path: str = Field("", exclude=True, description="(set by the loader)")

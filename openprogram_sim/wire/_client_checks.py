@@ -52,11 +52,12 @@ class ClientChecks:
 
     Args:
         off: the names of :data:`CLIENT_CHECKS` not checked.
-        max_retries: retries of one request in a row that ``max_retries`` allows.
+        max_retries: retries of one request in a row that ``max_retries`` allows
+            (``None``: :data:`DEFAULT_MAX_RETRIES`).
     """
 
     off: frozenset[str] = field(default_factory=frozenset)
-    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retries: int | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.off) - set(CLIENT_CHECKS))
@@ -65,7 +66,7 @@ class ClientChecks:
                 f"unknown client check(s) {', '.join(map(repr, unknown))}; the checks are "
                 f"{', '.join(CLIENT_CHECKS)}"
             )
-        if self.max_retries < 0:
+        if self.max_retries is not None and self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries!r}")
 
     @classmethod
@@ -78,7 +79,7 @@ class ClientChecks:
             return value
         if isinstance(value, Mapping):
             raw = dict(value)
-            retries = raw.pop("max_retries", DEFAULT_MAX_RETRIES)
+            retries = raw.pop("max_retries", None)
             bad = {k: v for k, v in raw.items() if not isinstance(v, bool)}
             if bad:
                 raise ValueError(f"client checks take true or false, got {bad!r}")
@@ -86,11 +87,22 @@ class ClientChecks:
             unknown = sorted(set(raw) - set(CLIENT_CHECKS))
             if unknown:
                 cls(off=frozenset(unknown))  # raises, naming them
-            return cls(off=off, max_retries=int(retries))
+            return cls(off=off, max_retries=None if retries is None else int(retries))
         return cls(off=frozenset(value))
 
     def on(self, name: str) -> bool:
         return name not in self.off
+
+    @property
+    def retries(self) -> int:
+        """The retries ``max_retries`` allows."""
+        return DEFAULT_MAX_RETRIES if self.max_retries is None else self.max_retries
+
+    def over(self, base: ClientChecks) -> ClientChecks:
+        """These checks on top of ``base``'s (a scenario's ``wire:``): the checks either
+        turns off, and this one's ``max_retries`` when it sets one."""
+        retries = base.max_retries if self.max_retries is None else self.max_retries
+        return ClientChecks(off=self.off | base.off, max_retries=retries)
 
 
 def check_client(
@@ -110,7 +122,7 @@ def check_client(
         if prev is not None:
             found += _answers(prev, r)
             retries = retries + 1 if r.retry_of is not None else 0
-            found += _timing(prev, r, retries, checks.max_retries)
+            found += _timing(prev, r, retries, checks.retries)
         found += [(r.index, "no_unknown_result", _stray(s)) for s in r.strays]
     for index, header in sorted(leaks.items()):
         found.append(
@@ -120,7 +132,8 @@ def check_client(
     return [
         Failure(
             f"client check {name} broken by request #{index}: {why}",
-            f"(turn it off with serve --no-check {name}, or ClientChecks(off={{{name!r}}}))",
+            f"(turn it off with serve --no-check {name}, or the scenario's wire: {{checks: "
+            f"{{{name}: false}}}})",
             f"{label}, request #{index}",
         )
         for index, name, why in found

@@ -239,8 +239,8 @@ def test_serve_no_check_turns_an_invariant_off(
             "- session 'dropper': client check answered_once broken by request #2: call "
             "call_wire1_1 (search) served in answer #1 has no result in the next request\n"
             "  at session 'dropper', request #2\n"
-            "  (turn it off with serve --no-check answered_once, or "
-            "ClientChecks(off={'answered_once'}))"
+            "  (turn it off with serve --no-check answered_once, or the "
+            "scenario's wire: {checks: {answered_once: false}})"
         ) in out
 
 
@@ -249,3 +249,42 @@ def test_serve_refuses_an_unknown_check_name(tmp_path: Path) -> None:
         _, err = process.communicate(timeout=20)
     assert process.returncode == 2
     assert "argument --no-check: invalid choice: 'retry'" in err
+
+
+def test_the_scenarios_wire_checks_turn_one_off_and_serve_adds_to_them(
+    openai: ModuleType, tmp_path: Path
+) -> None:
+    path = scenario(tmp_path, TWO_CALLS + "wire: {checks: {answered_once: false}}\n")
+    with serve_scenario(path) as server:
+        run_loop(openai, server.base_url("openai", "dropper"), drop_second=True)
+        assert titles(server, "dropper") == []
+    path = scenario(tmp_path, TWO_ERRORS + "wire: {max_retries: 1}\n")
+    body = {"model": "m", "messages": [ASK]}
+    for given, broken in ((None, True), ({"max_retries": 2}, False)):
+        with serve_scenario(path, client_checks=given) as server:
+            with httpx2.Client(base_url=server.url) as http:
+                for _ in range(3):
+                    http.post("/s/r/v1/chat/completions", json=body)
+            assert bool(titles(server, "r")) is broken
+
+
+def test_an_unknown_check_in_the_scenario_is_refused_with_its_line(tmp_path: Path) -> None:
+    from openprogram_sim.errors import ScenarioError
+    from openprogram_sim.scenario import load_scenario
+
+    path = scenario(tmp_path, TWO_CALLS + "wire:\n  checks: {retry_afterr: false}\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"invalid scenario (1 problem):\n  {path}:10: (wire.checks.retry_afterr) Input should "
+        "be 'answered_once', 'no_unknown_result', 'retry_after', 'max_retries', "
+        "'no_key_in_body' or 'no_request_after_final' (got \"retry_afterr\")"
+    )
+
+
+def test_the_scenario_schema_names_the_same_checks() -> None:
+    from typing import get_args
+
+    from openprogram_sim.scenario._schema import ClientCheckName
+
+    assert get_args(ClientCheckName) == CLIENT_CHECKS

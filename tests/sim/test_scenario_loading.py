@@ -176,7 +176,7 @@ def test_json_schema_covers_every_key() -> None:
     assert set(schema["properties"]) == {
         "scenario", "description", "tags", "system_prompt", "registry", "env", "tools", "history",
         "toolsets", "exec", "call", "args", "model", "steering", "follow_ups", "abort",
-        "timeout", "setup", "teardown", "fixtures", "expect", "conversation", "seed",
+        "timeout", "setup", "teardown", "fixtures", "expect", "conversation", "seed", "wire",
     }  # fmt: skip
     assert schema["properties"]["model"]["oneOf"] == [
         {"type": "array", "items": {"$ref": "#/$defs/ModelTurn"}},
