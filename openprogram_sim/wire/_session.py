@@ -363,8 +363,9 @@ class SessionReport:
         return [replace(f, title=prefix + f.title) for f in self.failures]
 
     def to_json(self) -> dict[str, Any]:
-        """The report as the server sends it (plain JSON values)."""
-        return {
+        """The report as the server sends it (plain JSON values); ``seed`` and ``draws``
+        only for a session that served a ``one_of`` turn."""
+        out: dict[str, Any] = {
             "session": self.name,
             "state": self.state,
             "passed": self.passed,
@@ -375,13 +376,14 @@ class SessionReport:
             "requests": self.requests,
             "disconnects": self.disconnects,
             "errors": list(self.errors),
-            "seed": self.seed,
-            "draws": [list(d) for d in self.draws],
             "failures": [
                 {"title": f.title, "where": f.where, "detail": f.detail} for f in self.failures
             ],
             "report": self.render(),
         }
+        if self.seed is not None:
+            out.update(seed=self.seed, draws=[list(d) for d in self.draws])
+        return out
 
 
 class EndedSessions:
