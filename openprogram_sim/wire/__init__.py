@@ -24,6 +24,12 @@ are played by ScriptedWire as the loopback server (:func:`serve`) plays them, th
 same code: the same statuses, headers and bytes, real waits, a cut connection as
 ``httpx2.RemoteProtocolError``, a hang as a read that lasts until the client's timeout.
 
+The loopback server (:func:`serve`) also builds a trace of each named session from what its
+client sent and what it was served (``server.session(NAME).trace()``, a
+:class:`SessionTrace` in the loop's event shapes), checks it with a :class:`SessionCheck`
+(a scenario's ``expect.trajectory`` and ``expect.properties``), and checks the client's side
+of the protocol: the invariants :data:`CLIENT_CHECKS`, turned off with :class:`ClientChecks`.
+
 Everything here is a pure function of its inputs (``turn -> WireResponse`` with status,
 headers and body chunks), so a loopback HTTP server can serve the same bytes.
 
