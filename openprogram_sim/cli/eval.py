@@ -143,6 +143,11 @@ def _print_result(result: Any, options: Any, out: TextIO) -> None:
     print(f"          {at}", file=out)
     rates = "  ".join(f"{k} {p}/{n}" for k, (p, n) in result.rates().items())
     print(f"          expectations: {rates}", file=out)
+    used = result.usage()
+    if any(used.values()):
+        tokens = ", ".join(f"{v} {k}" for k, v in used.items() if v)
+        each = sum(used.get(k, 0) for k in ("input", "output")) / max(result.n, 1)
+        print(f"          tokens: {tokens} ({each:.0f} in and out a sample)", file=out)
     if result.not_applicable:
         print(
             f"          not applicable: {', '.join(result.not_applicable)} (they pin what a "

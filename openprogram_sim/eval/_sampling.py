@@ -5,6 +5,7 @@ out."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openprogram.types import Usage
 from openprogram_sim.cassettes import Cassette
 from openprogram_sim.errors import SimError
 from openprogram_sim.eval._judge import judge, not_applicable
@@ -139,6 +141,10 @@ def _sample(scenario: Scenario, options: EvalOptions, folder: Path, index: int) 
         {"name": c.name, "args": c.args, "depth": c.depth, "round": c.round}
         for c in trace_calls(outcome.trace)
     ]
+    usage = Usage()
+    for used in outcome.usage:
+        if used is not None:
+            usage = usage + used
     return Sample(
         index=index,
         passed=judgement.passed,
@@ -148,6 +154,7 @@ def _sample(scenario: Scenario, options: EvalOptions, folder: Path, index: int) 
         error=outcome.error_text,
         model_calls=outcome.model_calls,
         calls=calls,
+        usage={k: v for k, v in dataclasses.asdict(usage).items() if isinstance(v, int)},
     )
 
 

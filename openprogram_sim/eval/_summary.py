@@ -41,12 +41,16 @@ class Sample:
     model_calls: int
     calls: list[dict[str, Any]]
     """The tool calls made (name, args, depth, round): the sample's trajectory."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Tokens over its model calls, as the provider reported them (``input``, ``output``,
+    ``cache_read``, ``cache_write``, ``reasoning``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index, "passed": self.passed, "checks": dict(self.checks),
             "failures": list(self.failures), "cassette": self.cassette, "error": self.error,
             "model_calls": self.model_calls, "calls": list(self.calls),
+            "usage": dict(self.usage),
         }  # fmt: skip
 
 
@@ -132,6 +136,14 @@ class ScenarioResult:
         """Whether the scenario clears the gate (an undecided verdict does not)."""
         return self.verdict == "pass"
 
+    def usage(self) -> dict[str, int]:
+        """Tokens over every sample."""
+        total: dict[str, int] = {}
+        for sample in self.samples:
+            for key, value in sample.usage.items():
+                total[key] = total.get(key, 0) + value
+        return total
+
     def pass_at(self) -> dict[int, float]:
         return {k: pass_at_k(self.n, self.passed, k) for k in PASS_AT if k <= self.n}
 
@@ -167,6 +179,7 @@ class ScenarioResult:
             "pass_at_k": {str(k): v for k, v in self.pass_at().items()},
             "expectations": {k: {"passed": p, "samples": n} for k, (p, n) in self.rates().items()},
             "not_applicable": list(self.not_applicable),
+            "usage": self.usage(),
             "regressions": [r.to_json() for r in self.regressions],
             "sample_results": [s.to_json() for s in self.samples],
         }  # fmt: skip

@@ -304,3 +304,31 @@ def test_a_conversation_is_judged_by_its_steps_results_not_their_events(tmp_path
         "exec 2: exec returned something else\nat scenarios/conversation/second_user_turn.yaml:38\n"
         '  expected: "Sun tomorrow."\n  actual:   "Snow."'
     ]
+
+
+def test_tokens_are_counted_per_sample_and_in_total(tmp_path: Path) -> None:
+    text = WEIGHTED.read_text().replace(
+        '  - text: "Order 42 has shipped."',
+        '  - text: "Order 42 has shipped."\n    usage: {input: 30, output: 7}',
+    )
+    text = text.replace(
+        "      - weight: 0.3\n        text:",
+        "      - weight: 0.3\n        usage: {input: 20, output: 3}\n        text:",
+    )
+    text = text.replace(
+        "      - weight: 0.7\n",
+        "      - weight: 0.7\n        usage: {input: 20, output: 9}\n",
+    )
+    served = tmp_path / "tokens.yaml"
+    served.write_text(text)
+    with serve_scenario(served) as server:
+        done, data = run_eval(tmp_path, sessions_url(server), "--samples", "4")
+    (result,) = data["scenarios"]
+    by_sample = [s["usage"] for s in result["sample_results"]]
+    looked = [s["checks"]["trajectory"] for s in result["sample_results"]]
+    want = [{"input": 50, "output": 16} if hit else {"input": 20, "output": 3} for hit in looked]
+    assert [{k: u[k] for k in ("input", "output")} for u in by_sample] == want
+    total_in = sum(w["input"] for w in want)
+    total_out = sum(w["output"] for w in want)
+    assert result["usage"]["input"] == total_in and result["usage"]["output"] == total_out
+    assert f"tokens: {total_in} input, {total_out} output (" in done.stdout
