@@ -8,7 +8,7 @@ them from one byte string per scenario (:class:`ByteSource`), which is many time
 and still shrinks.
 
 Tool arguments for any schema but the generated tools' few :data:`SCHEMAS` (which small
-builders here know) are drawn from the schema itself with ``hypothesis-jsonschema``
+builders here know) are drawn from the schema itself by our own JSON-Schema strategies
 (:mod:`openprogram_sim.fuzz._schemas`): a user's tools, in the public strategies. The
 campaign's byte strings only ever build calls to the generated tools.
 
@@ -119,7 +119,7 @@ class DrawSource:
     def arguments(self, schema: Mapping[str, Any], valid: bool) -> Any:
         """For a generated tool's schema, from the builders below (twice as fast, and they
         draw the coercible values too, ``"3"`` for an integer); for any other schema, from
-        the schema itself (``hypothesis-jsonschema``)."""
+        the schema itself (our JSON-Schema strategies, ``fuzz._schemas``)."""
         if schema in SCHEMAS:
             return valid_arguments(self, schema) if valid else invalid_arguments(self, schema)
         return self.draw(_schemas.arguments(schema, valid))
@@ -193,7 +193,7 @@ def subset(src: Source, names: Sequence[str], high: int) -> list[str]:
 
 
 # The campaign's fast builders, for the generated tools' SCHEMAS only (any other schema goes
-# through hypothesis-jsonschema, see DrawSource.arguments).
+# through our JSON-Schema strategies, see DrawSource.arguments).
 
 
 def _valid_value(src: Source, prop: Mapping[str, Any]) -> Any:

@@ -1,4 +1,4 @@
-"""Arguments from a tool's real JSON Schema (``hypothesis-jsonschema``): valid ones are
+"""Arguments from a tool's real JSON Schema (``openprogram_sim.fuzz._schemas``): valid ones are
 instances of the schema (checked by ``jsonschema`` with formats, and accepted by the tool
 layer), invalid ones are rejected by the tool layer, for a zoo of schemas; and the public
 ``tool_calls``/``scenarios`` strategies over a user's tools check their arguments when
