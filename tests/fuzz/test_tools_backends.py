@@ -11,10 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from openprogram_sim.cli import main
 from openprogram_sim.fuzz import ToolTarget, run_tool_campaign
-from openprogram_sim.fuzz.tools import SearchError, SearchOptions, _campaign, _search
+from openprogram_sim.fuzz.tools import (
+    SearchError,
+    SearchOptions,
+    UserOptions,
+    _campaign,
+    _search,
+    user_scenario_strategy,
+)
+from openprogram_sim.fuzz.tools._corpus import Corpus, guided_scenarios
 from openprogram_sim.fuzz.tools._sandbox import Sandbox
 
 TOOLS = '''
@@ -132,3 +141,40 @@ def test_a_crosshair_campaign_runs_your_tools(
     assert backends == ["crosshair"]
     assert result.failure is None, result.failure.violations
     assert result.stats.runs == 2 and result.stats.rounds >= 2  # every run went through
+
+
+def test_the_corpus_keeps_runs_that_went_deeper_until_a_failure_freezes_it(
+    target: ToolTarget,
+) -> None:
+    corpus = Corpus()
+    shallow, deep = _scenario(target, score=1, bonus=0), _scenario(target, score=60, bonus=0)
+    corpus.offer(shallow, 3, 3)
+    corpus.offer(shallow, 3, 0)  # nothing new, no more lines: not kept
+    corpus.offer(deep, 5, 3)
+    assert corpus.items == [shallow, deep] and corpus.deepest(0) == deep
+    corpus.frozen = True
+    corpus.offer(_scenario(target, score=60, bonus=600), 5, 1)
+    assert len(corpus.items) == 2
+
+
+def test_guided_scenarios_mostly_mutate_one_argument_of_the_deepest_runs(
+    target: ToolTarget,
+) -> None:
+    corpus = Corpus()
+    deep = _scenario(target, score=60, bonus=7)
+    corpus.offer(deep, 5, 5)
+    drawn: list[dict[str, Any]] = []
+
+    @settings(max_examples=80, database=None, deadline=None)
+    @given(guided_scenarios(user_scenario_strategy(target, UserOptions()), target, corpus))
+    def collect(data: dict[str, Any]) -> None:
+        drawn.append(data)
+
+    collect()
+    mutants = [d for d in drawn if d["scenario"] == "lines"]
+    assert len(mutants) > len(drawn) / 2
+    for mutant in mutants:
+        [[call]] = [t["tool_calls"] for t in mutant["model"] if "tool_calls" in t]
+        changed = {k for k, v in call["grade"].items() if v != {"score": 60, "bonus": 7}[k]}
+        assert len(changed) <= 1 and set(call["grade"]) == {"score", "bonus"}
+    assert any(m != deep for m in mutants)

@@ -60,6 +60,7 @@ from openprogram_sim.fuzz._regression import write_document
 from openprogram_sim.fuzz._results import Breach, CampaignResult, FuzzFailure
 from openprogram_sim.fuzz._schemas import valid_arguments
 from openprogram_sim.fuzz._stats import FuzzStats
+from openprogram_sim.fuzz.tools._corpus import Corpus, guided_scenarios
 from openprogram_sim.fuzz.tools._regression import contract_document, fixed_variant
 from openprogram_sim.fuzz.tools._sandbox import RunReport, Sandbox
 from openprogram_sim.fuzz.tools._search import SearchOptions, chunk_settings, database_key
@@ -137,6 +138,26 @@ def _breach_of(report: RunReport) -> Breach | None:
     return min(with_call, key=lambda b: order.index(b.kind), default=None)
 
 
+def _failed(
+    state: dict[str, Any], report: RunReport, data: dict[str, Any], chunk: Chunk, *,
+    searching: bool,
+) -> None:  # fmt: skip
+    """Keep the chunk's first failure (``report``, of the run of ``data``) and raise
+    :class:`Violation` so that Hypothesis shrinks it; a hang while shrinking is skipped."""
+    if report.killed and not searching:  # a hang while shrinking: not worth its time
+        state["hangs"] += 1
+        state["stop"] = state["hangs"] >= _SHRINK_HANGS
+        return
+    breach = _breach_of(report)
+    state["failure"] = FuzzFailure(
+        data, report.violations, report.trace, report.model_calls, chunk.index, chunk.seed,
+        breach=breach,
+    )  # fmt: skip
+    if breach is not None and breach.kind == "hangs":
+        state["stop"] = True  # the hanging call is known: no shrinking
+    raise Violation("\n".join(report.violations))
+
+
 def _run_tool_chunk(
     chunk: Chunk,
     sandbox: Sandbox,
@@ -161,27 +182,20 @@ def _run_tool_chunk(
         reports = sandbox.run_batch(datas)
         if search.coverage_guided:
             target(float(max(r.lines for r in reports)), label=LINES_LABEL)
+            for data, report in zip(batch, reports, strict=False):
+                corpus.offer(data, report.lines, report.new_lines)
         if searching:
             state["left"] -= len(reports)
             for report in reports:
                 stats.merge(report.stats or FuzzStats(runs=1))
-        report = reports[-1]
-        if not report.violations:
-            return
-        if report.killed and not searching:  # a hang while shrinking: not worth its time
-            state["hangs"] += 1
-            state["stop"] = state["hangs"] >= _SHRINK_HANGS
-            return
-        breach = _breach_of(report)
-        state["failure"] = FuzzFailure(
-            datas[len(reports) - 1], report.violations, report.trace, report.model_calls,
-            chunk.index, chunk.seed, breach=breach,
-        )  # fmt: skip
-        if breach is not None and breach.kind == "hangs":
-            state["stop"] = True  # the hanging call is known: no shrinking
-        raise Violation("\n".join(report.violations))
+        if reports[-1].violations:
+            corpus.frozen = True  # Hypothesis replays and shrinks it over this corpus
+            _failed(state, reports[-1], datas[len(reports) - 1], chunk, searching=searching)
 
     scenarios = user_scenario_strategy(tools, options)
+    corpus = Corpus()
+    if search.coverage_guided:
+        scenarios = guided_scenarios(scenarios, tools, corpus)
 
     @chunk_settings(chunk, search)  # outside the seed, which would drop its database
     @hypothesis_seed(chunk.seed)
