@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram_sim.trace import Failure
-from openprogram_sim.wire._trace import Round
+from openprogram_sim.wire._trace import Round, call_ident
 
 __all__ = ["CLIENT_CHECKS", "DEFAULT_MAX_RETRIES", "ClientChecks", "check_client"]
 
@@ -150,7 +150,7 @@ def _answers(prev: Round, r: Round) -> list[tuple[int, str, str]]:
         count = r.answered.get(i, 0)
         if count == 1:
             continue
-        which = f"call {call.id or f'#{i + 1}'} ({call.name})"
+        which = f"call {call_ident(call, prev.index, i)} ({call.name})"
         how = "has no result" if count == 0 else f"has {count} results"
         out.append(
             (r.index, "answered_once",

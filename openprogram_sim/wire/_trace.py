@@ -29,7 +29,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Exchange", "Round", "Served", "ServedCall", "SessionTrace", "build_trace"]
+__all__ = [
+    "Exchange",
+    "Round",
+    "Served",
+    "ServedCall",
+    "SessionTrace",
+    "build_trace",
+    "call_ident",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +116,12 @@ class SessionTrace:
 
     trace: list[dict[str, Any]]
     rounds: list[Round]
+
+
+def call_ident(call: ServedCall, answer: int, i: int) -> str:
+    """The ``tool_call_id`` of call ``i`` (from 0) served in answer ``answer``: its id, else
+    (Gemini without ids) ``#answer.i``."""
+    return call.id if call.id is not None else f"#{answer}.{i}"
 
 
 def build_trace(exchanges: Sequence[Exchange]) -> SessionTrace:
@@ -224,13 +238,13 @@ class _Builder:
                 info.answered[i] = len(found)
             self.emit(
                 "tool_execution_start",
-                tool_call_id=call.id or f"#{i}",
+                tool_call_id=call_ident(call, prev.index, i),
                 tool_name=call.name,
                 args=call.args,
             )
             if found:
                 answered += 1
-                self._result(call, i, found[0])
+                self._result(call, call_ident(call, prev.index, i), found[0])
         if info is not None:
             known = self.served_ids | {
                 str(c.get("id"))
@@ -251,8 +265,7 @@ class _Builder:
             tool_results=answered,
         )
 
-    def _result(self, call: ServedCall, i: int, result: dict[str, Any]) -> None:
-        ident = call.id or f"#{i}"
+    def _result(self, call: ServedCall, ident: str, result: dict[str, Any]) -> None:
         is_error = result.get("is_error")
         text = result.get("text", "")
         self.emit(

@@ -285,7 +285,7 @@ def test_google_genai_automatic_function_calling_passes_trace_and_invariants(
 
     # Gemini sends no call ids: the result is matched by name and order
     (done,) = [e for e in trace if e["type"] == "tool_execution_end"]
-    assert (done["tool_call_id"], done["result"]) == ("#0", "3 results for tides")
+    assert (done["tool_call_id"], done["result"]) == ("#1.0", "3 results for tides")
     assert (report["passed"], report["report"]) == (True, "")
 
 
@@ -416,3 +416,25 @@ def test_an_unknown_or_unstored_previous_response_gets_the_apis_own_error(
         "param": "previous_response_id", "code": "previous_response_not_found",
     }  # fmt: skip
     assert report["errors"] == [f"request #2 (openai-responses): {message}"]
+
+
+def test_calls_without_ids_are_told_apart_across_rounds() -> None:
+    from openprogram_sim.trace import trace_calls
+    from openprogram_sim.wire._trace import Exchange, Served, ServedCall, build_trace
+
+    def call(q: str) -> Served:
+        return Served(status=200, calls=[ServedCall(None, "search", {"q": q})],
+                      stop_reason="toolUse")  # fmt: skip
+
+    ask = {"role": "user", "text": "Find."}
+    picked = {"role": "assistant", "text": "", "tool_calls": [{"name": "search", "id": None}]}
+    result = {"role": "toolResult", "text": "r", "tool_name": "search", "tool_call_id": None}
+    built = build_trace([
+        Exchange(index=1, arrived=0.0, messages=[ask], served=call("a")),
+        Exchange(index=2, arrived=0.0, messages=[ask, picked], served=call("b")),  # no result
+        Exchange(index=3, arrived=0.0, messages=[ask, picked, picked, result],
+                 served=Served(status=200, text="done")),
+    ])  # fmt: skip
+    got = [(c.name, c.args, c.round, c.result) for c in trace_calls(built.trace)]
+    assert got == [("search", {"q": "a"}, 1, None), ("search", {"q": "b"}, 2, "r")]
+    assert [r.answered for r in built.rounds] == [{}, {0: 0}, {0: 1}]
