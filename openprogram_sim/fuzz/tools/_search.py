@@ -6,8 +6,9 @@ mode, the shared example database, and the ``setup:``/``teardown:`` run around e
   the generator makes (which tool, which branch of a schema, which bound) rather than
   drawing them at random.
 - ``coverage_guided``: the sandbox counts the lines of the tools' code each run executes
-  (:mod:`openprogram_sim.fuzz.tools._lines`), and the campaign feeds that count to
-  Hypothesis's ``target()``, so its targeting phase mutates the runs that went deepest.
+  (:mod:`openprogram_sim.fuzz.tools._lines`); the campaign feeds that count to
+  Hypothesis's ``target()`` and mutates the runs that went deepest
+  (:mod:`openprogram_sim.fuzz.tools._corpus`).
 - ``database``: a folder (``DirectoryBasedExampleDatabase``) or ``redis://host:port/db``
   (``RedisExampleDatabase``, the ``redis`` extra). Every chunk of every campaign over the
   same tools uses one key (:func:`database_key`), replays the failures saved under it
