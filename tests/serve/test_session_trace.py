@@ -438,3 +438,62 @@ def test_calls_without_ids_are_told_apart_across_rounds() -> None:
     got = [(c.name, c.args, c.round, c.result) for c in trace_calls(built.trace)]
     assert got == [("search", {"q": "a"}, 1, None), ("search", {"q": "b"}, 2, "r")]
     assert [r.answered for r in built.rounds] == [{}, {0: 0}, {0: 1}]
+
+
+def test_a_bedrock_tool_results_status_is_its_is_error(
+    boto3: ModuleType, botocore: ModuleType, tmp_path: Path
+) -> None:
+    with serve_scenario(scenario(tmp_path, ANTHROPIC.replace("never:", "at_most:")
+                                 .replace("is_error: true}", "times: 1}"))) as server:  # fmt: skip
+        client = boto3.client(
+            "bedrock-runtime", endpoint_url=server.base_url("bedrock", "b"),
+            region_name="us-east-1", aws_access_key_id="test-access-key",
+            aws_secret_access_key="test-secret-key",
+            config=botocore.config.Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+        )  # fmt: skip
+        tools = {"tools": [{"toolSpec": {"name": "search",
+                                         "inputSchema": {"json": SEARCH_SCHEMA}}}]}  # fmt: skip
+        messages: list[Any] = [{"role": "user", "content": [{"text": "Find a."}]}]
+        first = client.converse(modelId="m", messages=messages, toolConfig=tools)
+        use = next(b["toolUse"] for b in first["output"]["message"]["content"] if "toolUse" in b)
+        messages += [first["output"]["message"], {"role": "user", "content": [{"toolResult": {
+            "toolUseId": use["toolUseId"], "content": [{"text": "index offline"}],
+            "status": "error"}}]}]  # fmt: skip
+        client.converse(modelId="m", messages=messages, toolConfig=tools)
+        trace = server.session("b").trace().trace
+        report = end(server, "b")
+
+    (done,) = [e for e in trace if e["type"] == "tool_execution_end"]
+    assert (done["tool_call_id"], done["result"], done["is_error"]) == (
+        "tooluse_wire1_0", "index offline", True,
+    )  # fmt: skip
+    assert (report["passed"], report["report"]) == (True, "")
+
+
+ERROR_THEN_TEXT = """\
+scenario: an error served, the request again, then the answer
+exec: {content: "Hi."}
+model:
+  - {stop_reason: error, error: "boom", error_reason: server}
+  - text: "Hello."
+expect:
+  properties:
+    - ends_with: {reason: stop}
+"""
+
+
+def test_an_error_served_and_the_retry_are_rounds_of_the_trace(tmp_path: Path) -> None:
+    with serve_scenario(scenario(tmp_path, ERROR_THEN_TEXT)) as server:
+        body = {"model": "m", "messages": [{"role": "user", "content": "Hi."}]}
+        with httpx2.Client(base_url=server.url) as http:
+            codes = [http.post("/s/e/v1/chat/completions", json=body).status_code
+                     for _ in range(2)]  # fmt: skip
+        built = server.session("e").trace()
+        report = end(server, "e")
+
+    assert codes == [500, 200]
+    answers = [e for e in built.trace if e["type"] == "message_end" and e["role"] == "assistant"]
+    assert [(e["round"], e["stop_reason"], e.get("error"), e.get("error_status"))
+            for e in answers] == [(1, "error", "boom", 500), (2, "stop", None, None)]  # fmt: skip
+    assert [r.retry_of for r in built.rounds] == [None, 1]
+    assert (report["passed"], report["report"]) == (True, "")
