@@ -77,17 +77,24 @@ def command(args: argparse.Namespace) -> int:
     from openprogram_sim.eval import EvalSetupError, compare, evaluate
 
     out = sys.stdout
+    results: list[Any] = []
     try:
         options = _options(args)
         baseline = _baseline(args.baseline)
         scenarios = _load(args)
-        results = []
         for scenario in scenarios:
             result = evaluate(scenario, options)
             results.append(result)
             _print_result(result, options, out)
     except (ScenarioError, CassetteError, OpenProgramError, EvalSetupError, ValueError) as exc:
         print(f"openprogram-sim eval: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"openprogram-sim eval: interrupted after {len(results)} scenario(s); the samples "
+            f"taken are under {args.out}",
+            file=sys.stderr,
+        )
         return 2
     changes = compare(results, baseline, 1 - options.confidence) if baseline else []
     for change in changes:

@@ -332,3 +332,29 @@ def test_tokens_are_counted_per_sample_and_in_total(tmp_path: Path) -> None:
     total_out = sum(w["output"] for w in want)
     assert result["usage"]["input"] == total_in and result["usage"]["output"] == total_out
     assert f"tokens: {total_in} input, {total_out} output (" in done.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_eval_with_a_sentence(tmp_path: Path, server: WireServer) -> None:
+    import signal
+    import time
+
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    out = tmp_path / "eval"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openprogram_sim.cli", "eval",
+         "scenarios/stochastic/weighted_pick.yaml", "--model", "openai:gpt-4o-mini",
+         "--base-url", sessions_url(server), "--samples", "100000", "--out", str(out)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(out.glob("*/sample-003.yaml")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2, stderr
+    assert stderr == (
+        "openprogram-sim eval: interrupted after 0 scenario(s); the samples taken are under "
+        f"{out}\n"
+    )
+    assert "Traceback" not in stderr
