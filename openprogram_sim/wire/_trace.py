@@ -216,13 +216,12 @@ class _Builder:
         served = prev.served
         calls = [] if served is None or served.failed else served.calls
         messages = ex.messages if ex is not None else []
-        results = _results(messages)
         new_results = _results(_new_part(prev.messages, messages))
         used: set[int] = set()
         answered = 0
         for i, call in enumerate(calls):
             if call.id is not None:
-                found = [r for r in results if r.get("tool_call_id") == call.id]
+                found = [r for r in new_results if r.get("tool_call_id") == call.id]
             else:  # Gemini without ids: by name, in order, among the new results
                 found = []
                 for k, r in enumerate(new_results):

@@ -288,3 +288,22 @@ def test_the_scenario_schema_names_the_same_checks() -> None:
     from openprogram_sim.scenario._schema import ClientCheckName
 
     assert get_args(ClientCheckName) == CLIENT_CHECKS
+
+
+SAME_IDS = """\
+scenario: two rounds whose calls the script gives the same id
+tools:
+  search:
+    parameters: {type: object, properties: {q: {type: string}}, required: [q]}
+exec: {content: "Find a and b."}
+model:
+  - tool_calls: [{name: search, arguments: {q: a}, id: c1}]
+  - tool_calls: [{name: search, arguments: {q: b}, id: c1}]
+  - text: "Found both."
+"""
+
+
+def test_a_result_in_the_history_is_not_counted_again(openai: ModuleType, tmp_path: Path) -> None:
+    with serve_scenario(scenario(tmp_path, SAME_IDS)) as server:
+        assert run_loop(openai, server.base_url("openai", "same")) == "Found both."
+        assert titles(server, "same") == []
