@@ -15,6 +15,7 @@ And for the sessions themselves::
 
     GET    /s/{session}                           the session's report so far (JSON)
     DELETE /s/{session}                           end the session; its report (JSON)
+    GET    /s/{session}/trace                     the live session's trace (JSON)
 """
 
 from __future__ import annotations
@@ -332,6 +333,7 @@ class WireApp:
             routes=[
                 *routes,
                 Route("/s/{session}", _SessionRoute(self), methods=["GET", "DELETE"]),
+                Route("/s/{session}/trace", _TraceRoute(self), methods=["GET"]),
                 Mount("/s/{session}", app=inner),
             ],
             default=self._not_found,
@@ -573,6 +575,41 @@ class _SessionRoute:
         message = (
             f"openprogram-sim: no live session {name!r}: {why}. A session starts with its "
             f"first model call under /s/{name}/; {_SESSION_ROUTES}."
+        )
+        await _send_json(send, 404, {"error": {"message": message, "type": "not_found"}})
+
+
+class _TraceRoute:
+    """``GET /s/{session}/trace``: the live session's trace, ``{"session", "trace"}`` (the
+    events of :meth:`Session.trace`); a session that is not live is a 404 saying so (an
+    ended one keeps its report, not its trace)."""
+
+    def __init__(self, app: WireApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app = self.app
+        name = scope["path_params"]["session"]
+        problem = name_problem(name)
+        if problem is not None:
+            app.charge(None, problem)
+            await _send_json(send, 400, {"error": {"message": problem, "type": "invalid_name"}})
+            return
+        try:
+            await app.read(scope, receive, name)
+        except ClientGone:
+            return
+        except Refused as exc:
+            await exc.send(scope, send, None)
+            return
+        session = app.sessions.get(name)
+        if session is not None:
+            await _send_json(send, 200, {"session": name, "trace": session.trace().trace})
+            return
+        message = (
+            f"openprogram-sim: no live session {name!r}: a session's trace is kept while it "
+            f"is live (GET /s/{name}/trace before DELETE /s/{name}); GET /s/{name} gives "
+            "the report of one that ended"
         )
         await _send_json(send, 404, {"error": {"message": message, "type": "not_found"}})
 

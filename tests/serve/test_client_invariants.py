@@ -244,6 +244,7 @@ def test_serve_no_check_turns_an_invariant_off(
         ) in out
 
 
+@pytest.mark.slow
 def test_serve_refuses_an_unknown_check_name(tmp_path: Path) -> None:
     with serve_process(scenario(tmp_path, TWO_CALLS), "--no-check", "retry") as process:
         _, err = process.communicate(timeout=20)

@@ -497,3 +497,26 @@ def test_an_error_served_and_the_retry_are_rounds_of_the_trace(tmp_path: Path) -
             for e in answers] == [(1, "error", "boom", 500), (2, "stop", None, None)]  # fmt: skip
     assert [r.retry_of for r in built.rounds] == [None, 1]
     assert (report["passed"], report["report"]) == (True, "")
+
+
+def test_the_trace_over_http_for_clients_in_any_language(tmp_path: Path) -> None:
+    with serve_scenario(scenario(tmp_path, ERROR_THEN_TEXT)) as server:
+        body = {"model": "m", "messages": [{"role": "user", "content": "Hi."}]}
+        with httpx2.Client(base_url=server.url) as http:
+            http.post("/s/h/v1/chat/completions", json=body)
+            live = http.get("/s/h/trace")
+            http.delete("/s/h")
+            gone = http.get("/s/h/trace")
+        expected = server.app.ended.get("h")
+
+    assert live.status_code == 200
+    assert live.json()["session"] == "h"
+    assert [e["type"] for e in live.json()["trace"]] == [
+        "agent_start", "turn_start", "message_start", "message_end", "message_start",
+        "message_end", "turn_end", "agent_end",
+    ]  # fmt: skip
+    assert expected is not None and gone.status_code == 404
+    assert gone.json()["error"]["message"] == (
+        "openprogram-sim: no live session 'h': a session's trace is kept while it is live "
+        "(GET /s/h/trace before DELETE /s/h); GET /s/h gives the report of one that ended"
+    )
