@@ -21,6 +21,7 @@ trace holds, 1 when one breaks a rule or misses its trajectory, 2 when a file ca
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import sys
@@ -45,7 +46,15 @@ from openprogram_sim.trace import (
 )
 from openprogram_sim.trace._otel import OtlpError, is_otlp, otlp_traces
 
-__all__ = ["CheckFileError", "add_parser", "command", "read_rules", "read_traces"]
+__all__ = [
+    "CheckFileError",
+    "Expectations",
+    "add_parser",
+    "command",
+    "read_expectations",
+    "read_rules",
+    "read_traces",
+]
 
 
 class CheckFileError(Exception):
@@ -168,6 +177,46 @@ def read_trajectory(path: str) -> tuple[Trajectory, _Yaml, tuple[Any, ...]]:
         return Trajectory.model_validate(data), doc, base
     except ValidationError as exc:
         raise CheckFileError("\n".join(_issue(doc, base, exc))) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Expectations:
+    """What a properties file holds: its rules with the ``file:line`` of each, and its
+    trajectory (the mapping) with where it is."""
+
+    rules: list[dict[str, Any]]
+    lines: list[str]
+    trajectory: dict[str, Any] | None
+    trajectory_where: str
+
+
+_FILE_KEYS = ("properties", "trajectory")
+
+
+def read_expectations(path: str) -> Expectations:
+    """A properties file as ``fuzz --properties`` reads it: what ``check --properties``
+    reads (a list of rules, or a mapping whose ``properties:`` holds them), and in the
+    mapping, optionally, ``trajectory:`` (as ``check --trajectory`` reads it). Raises
+    :class:`CheckFileError` naming the file, the line and the fix."""
+    doc = _read_yaml(path)
+    data = doc.data
+    if isinstance(data, dict):
+        for key in data:
+            if key not in _FILE_KEYS:
+                close = difflib.get_close_matches(str(key), _FILE_KEYS, n=1)
+                hint = f"did you mean {close[0]!r}?" if close else "keys: properties, trajectory"
+                raise CheckFileError(f"{doc.where(key)}: unknown key {key!r}; {hint}")
+        if not data:
+            raise CheckFileError(f"{path}: empty; give properties: (a list of rules)")
+    rules: list[dict[str, Any]] = []
+    lines: list[str] = []
+    if not isinstance(data, dict) or "properties" in data:
+        rules, lines = read_rules(path)
+    trajectory, where = None, path
+    if isinstance(data, dict) and "trajectory" in data:
+        _, tdoc, base = read_trajectory(path)
+        trajectory, where = dict(data["trajectory"]), tdoc.where(*base)
+    return Expectations(rules, lines, trajectory, where)
 
 
 def read_traces(path: str) -> Iterator[tuple[str, list[dict[str, Any]]]]:

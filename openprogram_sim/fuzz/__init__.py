@@ -45,6 +45,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from openprogram_sim.fuzz._invariants import DOCUMENTED_ERRORS
+    from openprogram_sim.fuzz._properties import UserProperties
     from openprogram_sim.fuzz._results import BREACH_KINDS, Breach, CampaignResult, FuzzFailure
     from openprogram_sim.fuzz._run import check_invariants, run_generated
     from openprogram_sim.fuzz._stats import FuzzStats
@@ -68,6 +69,7 @@ __all__ = [
     "TargetError",
     "ToolTarget",
     "UnpredictableScenario",
+    "UserProperties",
     "check_invariants",
     "check_trace",
     "derive_expect",
@@ -82,6 +84,7 @@ _WHERE = {
     **dict.fromkeys(("BREACH_KINDS", "Breach", "CampaignResult", "FuzzFailure"), "_results"),
     "DOCUMENTED_ERRORS": "_invariants",
     "FuzzStats": "_stats",
+    "UserProperties": "_properties",
     **dict.fromkeys(("check_invariants", "run_generated"), "_run"),
     "check_trace": "_trace_invariants",
     **dict.fromkeys(

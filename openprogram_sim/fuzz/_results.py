@@ -93,6 +93,10 @@ class FuzzFailure:
     breach: Breach | None = None
     """The tool-contract clause broken, with the call that broke it (campaigns over your
     own tools, :func:`~openprogram_sim.fuzz.run_tool_campaign`); None for a loop invariant."""
+    broke_properties: dict[str, Any] | None = None
+    """What the shrunk run broke of the user's own properties (``fuzz --properties``):
+    ``{properties: [rules], trajectory: {...}}`` as its regression file expects them; None
+    when it kept them all (or none were given)."""
 
 
 @dataclass(slots=True)

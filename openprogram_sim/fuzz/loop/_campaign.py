@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from openprogram_sim.fuzz._chunks import (
     search_chunk,
 )
 from openprogram_sim.fuzz._invariants import check_outcome_invariants
+from openprogram_sim.fuzz._properties import UserProperties, as_properties
 from openprogram_sim.fuzz._results import CampaignResult, FuzzFailure
 from openprogram_sim.fuzz._stats import FuzzStats
 from openprogram_sim.fuzz.loop._predict import UnpredictableScenario
@@ -99,7 +101,16 @@ def _loop() -> asyncio.AbstractEventLoop:
     return _LOOP
 
 
-def _run_chunk(chunk: Chunk) -> ChunkResult:
+def _violations(
+    outcome: Any, properties: UserProperties, *, replay: Any | None = None
+) -> list[str]:
+    """The built-in invariants ``outcome`` breaks, then the user's properties."""
+    out = check_outcome_invariants(outcome, replay=replay)
+    return out + properties.violations(outcome.trace) if properties else out
+
+
+def _run_chunk(chunk: Chunk, properties: UserProperties | None = None) -> ChunkResult:
+    properties = properties or UserProperties()
     loop = _loop()
     stats = FuzzStats()
     state: dict[str, Any] = {"left": chunk.runs, "failure": None, "replay_failed": False}
@@ -124,7 +135,7 @@ def _run_chunk(chunk: Chunk) -> ChunkResult:
             replaying = state["replay_failed"]
         if replaying:
             replay = loop.run_until_complete(arun_scenario(scenario))
-        violations = check_outcome_invariants(outcome, replay=replay)
+        violations = _violations(outcome, properties, replay=replay)
         if searching:
             stats.add(outcome)
             stats.replays += replay is not None
@@ -155,22 +166,29 @@ def run_campaign(
     batch: int = 8,
     replay_every: int = 4,
     progress: Progress | None = None,
+    properties: UserProperties | Sequence[Mapping[str, Any]] | None = None,
 ) -> CampaignResult:
     """Run ``examples`` generated scenarios and check the invariants on each (every
     ``replay_every``-th run is run twice and the traces compared; 0: never). ``workers`` > 1
     spreads chunks over processes. On a violation, the shrunk case is written as a scenario
-    file under ``regressions`` (None: not written)."""
+    file under ``regressions`` (None: not written).
+
+    ``properties``: your own invariants, rules of ``expect.properties`` (a list, or a
+    :class:`~openprogram_sim.fuzz.UserProperties` with a trajectory and where each rule was
+    written), checked on every run too; a regression file for a broken one expects it."""
     if examples < 0 or workers < 1 or chunk_size < 1 or batch < 1 or replay_every < 0:
         raise ValueError(
             "run_campaign needs examples >= 0, workers >= 1, chunk_size >= 1, batch >= 1 "
             f"and replay_every >= 0; got {examples}, {workers}, {chunk_size}, {batch}, "
             f"{replay_every}"
         )
+    props = as_properties(properties)
     chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
-    stats, elapsed, failure = run_chunks(_run_chunk, chunks, workers, progress)
+    run = functools.partial(_run_chunk, properties=props)
+    stats, elapsed, failure = run_chunks(run, chunks, workers, progress)
     outcome = CampaignResult(examples, seed, workers, stats, elapsed, failure)
     if failure is not None and regressions is not None:
-        _write(failure, regressions, seed)
+        _write(failure, regressions, seed, props)
     return outcome
 
 
@@ -188,18 +206,20 @@ def run_chunk(
     batch: int = 8,
     replay_every: int = 4,
     regressions: str | Path | None = None,
+    properties: UserProperties | Sequence[Mapping[str, Any]] | None = None,
 ) -> ChunkResult:
     """Run chunk ``index`` of the campaign ``(examples, seed, chunk_size)``: the same cases
     whichever process, worker or host runs it, so any scheduler (pytest-xdist running the
     chunks as test items, a CI matrix) can spread a campaign with no coordination. A
     violation is shrunk and, with ``regressions``, written as :func:`run_campaign` writes
-    it."""
+    it (``properties`` as there)."""
+    props = as_properties(properties)
     chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
     if not 0 <= index < len(chunks):
         raise ValueError(f"chunk {index} does not exist: the campaign has {len(chunks)}")
-    done = _run_chunk(chunks[index])
+    done = _run_chunk(chunks[index], props)
     if done.failure is not None and regressions is not None:
-        _write(done.failure, regressions, seed)
+        _write(done.failure, regressions, seed, props)
     return done
 
 
@@ -235,12 +255,14 @@ def _removals(data: dict[str, Any]) -> list[Callable[[dict[str, Any]], None]]:
     return edits
 
 
-def _file_fails(data: dict[str, Any]) -> bool:
-    """Whether the regression file the rules give for ``data`` fails against this loop
-    (checked in memory; :func:`reproduces` checks the written file)."""
+def _file_fails(data: dict[str, Any], expect: dict[str, Any] | None = None) -> bool:
+    """Whether the regression file the rules give for ``data`` (and ``expect``: the user's
+    properties it carries) fails against this loop (checked in memory; :func:`reproduces`
+    checks the written file)."""
     try:
-        scenario = Scenario.model_validate(regression_document(_valid(data), []))
-    except UnpredictableScenario:
+        document = regression_document(_valid(data), [], properties=expect)
+        scenario = Scenario.model_validate(document)
+    except (UnpredictableScenario, ValueError):
         return False
     outcome = _loop().run_until_complete(arun_scenario(scenario))
     return not check_outcome(outcome).passed
@@ -257,10 +279,13 @@ def _valid(data: dict[str, Any]) -> Scenario:
     return scenario
 
 
-def _simplify(failure: FuzzFailure, *, as_file: bool) -> None:
+def _simplify(
+    failure: FuzzFailure, properties: UserProperties, expect: dict[str, Any], *, as_file: bool
+) -> None:
     """After Hypothesis: drop what the failure does not need, one edit at a time, keeping
-    an edit only if the run still violates an invariant and (``as_file``) the regression
-    file still fails (an edit that breaks the scenario's references is not kept)."""
+    an edit only if the run still violates an invariant (``properties`` included) and
+    (``as_file``) the regression file, with the user's rules in ``expect``, still fails (an
+    edit that breaks the scenario's references is not kept)."""
     loop = _loop()
     for edit in reversed(_removals(failure.scenario)):
         candidate = copy.deepcopy(failure.scenario)
@@ -270,20 +295,32 @@ def _simplify(failure: FuzzFailure, *, as_file: bool) -> None:
         except (KeyError, IndexError, ValueError):
             continue
         outcome = loop.run_until_complete(arun_scenario(scenario))
-        violations = check_outcome_invariants(outcome)
-        if violations and (not as_file or _file_fails(candidate)):
+        violations = _violations(outcome, properties)
+        if violations and (not as_file or _file_fails(candidate, expect)):
             failure.scenario, failure.violations = candidate, violations
             failure.trace, failure.model_calls = outcome.trace, outcome.model_calls
 
 
-def _write(failure: FuzzFailure, directory: str | Path, seed: int) -> None:
-    """Write the regression file and keep it only if it reproduces; else say why not."""
+def _write(
+    failure: FuzzFailure,
+    directory: str | Path,
+    seed: int,
+    properties: UserProperties | None = None,
+) -> None:
+    """Write the regression file and keep it only if it reproduces; else say why not. The
+    user's rules that the run breaks go into it (``expect.properties``)."""
+    properties = properties or UserProperties()
     replay = any(_REPLAY_MARK in v for v in failure.violations)
-    as_file = not replay and _file_fails(failure.scenario)
+    expect = properties.broken(failure.trace)
+    as_file = not replay and _file_fails(failure.scenario, expect)
     if not replay:
-        _simplify(failure, as_file=as_file)
+        _simplify(failure, properties, expect, as_file=as_file)
+    expect = properties.broken(failure.trace)
+    failure.broke_properties = expect or None
     try:
-        path = write_regression(directory, _valid(failure.scenario), failure.violations, seed=seed)
+        path = write_regression(
+            directory, _valid(failure.scenario), failure.violations, seed=seed, properties=expect
+        )
     except UnpredictableScenario as exc:
         failure.unexpressed = f"the seed's rules do not decide this scenario: {exc}"
         return

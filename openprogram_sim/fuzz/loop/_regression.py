@@ -80,11 +80,16 @@ def _title(violation: str, limit: int = 72) -> str:
 
 
 def regression_document(
-    scenario: Scenario, violations: list[str], *, seed: int | None = None
+    scenario: Scenario,
+    violations: list[str],
+    *,
+    seed: int | None = None,
+    properties: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The scenario file's content (a dict in the schema's key order): ``scenario`` with its
     script trimmed to the turns a correct loop plays, the steering entries it reaches, and
-    :func:`derive_expect`."""
+    :func:`derive_expect`; plus ``properties`` (``{properties: [...], trajectory: {...}}``,
+    the user's rules the run broke) under ``expect:``."""
     prediction = predict(scenario)
     data = scenario.model_dump(exclude_defaults=True, exclude={"path", "expect"})
     data["scenario"] = f"fuzz regression: {_title(violations[0])}" if violations else "fuzz case"
@@ -94,6 +99,12 @@ def regression_document(
         + "\n".join(f"- {v}" for v in violations)
         + "\nThe expectations are the seed's rules applied to this script, not the failing "
         "run: a correct loop passes."
+        + (
+            " Your properties that the run broke are expected too (expect.properties / "
+            "expect.trajectory, from fuzz --properties): the file passes once they hold."
+            if properties
+            else ""
+        )
     )
     data["tags"] = ["regression", "fuzz"]
     data["model"] = prediction.script
@@ -101,7 +112,7 @@ def regression_document(
     data.pop("steering", None)
     if steering:
         data["steering"] = steering
-    data["expect"] = derive_expect(Scenario.model_validate(data))
+    data["expect"] = {**derive_expect(Scenario.model_validate(data)), **(properties or {})}
     order = ["scenario", "description", "tags", "system_prompt", "tools", "toolsets", "exec"]
     order += ["model", "steering", "follow_ups", "expect"]
     return {k: data[k] for k in order if k in data}
@@ -113,7 +124,10 @@ def write_regression(
     violations: list[str],
     *,
     seed: int | None = None,
+    properties: dict[str, Any] | None = None,
 ) -> Path:
     """Write the regression file under ``directory`` (created if needed); returns its path.
-    The name carries a digest of the content, so the same case is written once."""
-    return write_document(directory, regression_document(scenario, violations, seed=seed))
+    The name carries a digest of the content, so the same case is written once.
+    ``properties``: the user's rules the run broke, as :func:`regression_document` takes."""
+    document = regression_document(scenario, violations, seed=seed, properties=properties)
+    return write_document(directory, document)

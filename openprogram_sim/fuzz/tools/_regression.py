@@ -14,11 +14,17 @@ import copy
 from typing import Any
 
 from openprogram_sim.fuzz._generate import call_entry
-from openprogram_sim.fuzz._results import Breach
+from openprogram_sim.fuzz._results import Breach, FuzzFailure
 from openprogram_sim.fuzz.tools._target import ToolTarget
 from openprogram_sim.play import GRACE_SECONDS
 
-__all__ = ["FIXED_RESULT", "NOT_JSON", "contract_document", "fixed_variant"]
+__all__ = [
+    "FIXED_RESULT",
+    "NOT_JSON",
+    "contract_document",
+    "fixed_variant",
+    "property_document",
+]
 
 NOT_JSON = {"$json": False}
 """The matcher of a result that is not one JSON value (``NaN``/``Infinity`` count as JSON, as
@@ -131,3 +137,62 @@ def fixed_variant(document: dict[str, Any], target: ToolTarget, tool: str) -> di
     fixed = copy.deepcopy(document)
     fixed.setdefault("tools", {})[tool] = stub
     return fixed
+
+
+def property_document(
+    target: ToolTarget,
+    failure: FuzzFailure,
+    expect: dict[str, Any],
+    *,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """A scenario file for a run that broke the user's own properties (``fuzz --properties``):
+    the shrunk scenario, naming the user's tools by import path, with ``expect`` (the rules
+    it broke under ``properties:``, a missed ``trajectory:``) as its expectations.
+
+    The script is made to play out as a file: the turns the run did not reach are dropped,
+    and so are steering entries whose point it did not reach; a run that called the model
+    past its script gets the scripted model's exhaustion as a ``fault: raise`` turn. Then
+    ``raises:`` says how the scripted model ended the outer run (an error or aborted stop
+    raises), which the loop decides from the script, not from your tools. Nothing of what
+    your tools returned is expected, so a fix that keeps the rules passes."""
+    data = {k: v for k, v in failure.scenario.items() if k not in ("scenario", "description")}
+    trace = failure.trace
+    model = list(data.get("model", []))
+    if failure.model_calls < len(model):
+        model = model[: failure.model_calls]
+    elif failure.model_calls > len(model):
+        model.append({"fault": "raise", "error": "the model had no scripted turn left"})
+    data["model"] = model
+    tools_ended = sum(1 for e in trace if e["type"] == "tool_execution_end")
+    rounds = sum(1 for e in trace if e["type"] == "turn_end" and e["depth"] == 0)
+    steering = [
+        s
+        for s in data.pop("steering", [])
+        if (s.get("after_tool") or 0) <= tools_ended and (s.get("after_round") or 0) <= rounds
+    ]
+    if steering:
+        data["steering"] = steering
+    end: dict[str, Any] = next(
+        (e for e in reversed(trace) if e["type"] == "agent_end" and e["depth"] == 0), {}
+    )
+    raised = {"error": "ModelError", "aborted": "RunAbortedError"}.get(str(end.get("reason")))
+    broke = []
+    if expect.get("properties"):
+        broke.append("breaks " + ", ".join(next(iter(r)) for r in expect["properties"]))
+    if "trajectory" in expect:
+        broke.append("misses the trajectory")
+    head = {
+        "scenario": f"fuzz regression: a run over {target.label} {' and '.join(broke)}",
+        "description": (
+            f"Found and shrunk by `openprogram-sim fuzz --properties` over {target.label}"
+            + (f" with seed {seed}" if seed is not None else "")
+            + ". Your properties that the run broke:\n"
+            + "\n".join(f"- {v}" for v in failure.violations)
+            + "\nThe expectations are those properties, not the failing run: once your tools "
+            "keep them, the file passes."
+        ),
+        "tags": ["regression", "fuzz", "properties"],
+    }
+    expected: dict[str, Any] = {"raises": {"type": raised} if raised else False, **expect}
+    return {**head, **data, "expect": expected}
