@@ -94,14 +94,22 @@ class UserProperties:
             )
         missed = self._missed(trace)
         if missed is not None:
-            out.append(f"the trajectory ({self.trajectory_where}) {missed}")
+            out.append(missed)
         return out
 
     def _missed(self, trace: Sequence[Mapping[str, Any]]) -> str | None:
+        """The trajectory's miss in one line (its score, and the first reason), or None."""
         if self.trajectory is None:
             return None
-        result = match_trajectory(list(trace), Trajectory.model_validate(self.trajectory))
-        return None if result.passed else result.title().removeprefix("trajectory ")
+        spec = Trajectory.model_validate(self.trajectory)
+        result = match_trajectory(list(trace), spec)
+        if result.passed:
+            return None
+        reasons = result.explain().splitlines()[1:2]
+        return (
+            f"the trajectory ({spec.mode}, {self.trajectory_where}) did not match: score "
+            f"{result.score:.2f}, min_score {spec.min_score:g}" + "".join(f"; {r}" for r in reasons)
+        )
 
     def broken(self, trace: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """What a regression file expects of the run of ``trace``: the rules it breaks
