@@ -328,12 +328,25 @@ def _write(
     if failure.reproduced:
         failure.path = path
         return
+    problem = _load_problem(path)
     path.unlink()
+    if problem is not None:  # e.g. a rule of yours that names a tool the file lacks
+        failure.unexpressed = f"the regression file would not load: {problem}"
+        return
     failure.unexpressed = (
         "the regression file the seed's rules give passes against this loop, so it would "
         "not reproduce the violation"
         + (" (a replay that differs is not something one run of a file can show)" if replay else "")
     )
+
+
+def _load_problem(path: Path) -> str | None:
+    """Why the file at ``path`` does not load (None: it does)."""
+    try:
+        load_scenario(path)
+    except ScenarioError as exc:
+        return str(exc).replace(str(path), path.name)
+    return None
 
 
 def reproduces(path: str | Path) -> bool:
