@@ -520,3 +520,18 @@ def test_the_trace_over_http_for_clients_in_any_language(tmp_path: Path) -> None
         "openprogram-sim: no live session 'h': a session's trace is kept while it is live "
         "(GET /s/h/trace before DELETE /s/h); GET /s/h gives the report of one that ended"
     )
+
+
+def test_a_cycling_servers_default_session_is_no_single_run(
+    openai: ModuleType, tmp_path: Path
+) -> None:
+    with serve_scenario(scenario(tmp_path, FAILING), cycle=True) as server:
+        for _ in range(2):  # two runs of the script in the default session
+            openai_chat_loop(openai, server.base_url("openai"))
+        openai_chat_loop(openai, server.base_url("openai", "one"))
+        failing = [f.title for f in server.check().failures]
+    assert failing == [
+        "session 'one': trajectory (exact) did not match: score 0.67, min_score 1.0",
+        "session 'one': property 1 (at_most) does not hold: at_most: "
+        '{"tool": "search", "times": 1}',
+    ]
