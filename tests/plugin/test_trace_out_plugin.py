@@ -19,6 +19,13 @@ HAVE_SDK = all(
     importlib.util.find_spec(name) is not None
     for name in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.common")
 )
+if HAVE_SDK:
+    # Imported here, in the outer session: pytester's in-process runs drop the modules a run
+    # imported when it ends, and a later test of this worker would then mix a re-imported
+    # copy of the OTel API (other context keys, other enums) with the SDK still held here.
+    import opentelemetry.exporter.otlp.proto.common.trace_encoder
+    import opentelemetry.sdk.trace
+    import opentelemetry.sdk.trace.export  # noqa: F401
 
 BROKEN = """\
 scenario: a search that runs twice
