@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -78,18 +82,24 @@ def command(args: argparse.Namespace) -> int:
 
     out = sys.stdout
     results: list[Any] = []
+    stop = _Interrupt()
     try:
         options = _options(args)
         baseline = _baseline(args.baseline)
         scenarios = _load(args)
-        for scenario in scenarios:
-            result = evaluate(scenario, options)
-            results.append(result)
-            _print_result(result, options, out)
+        with stop.installed():
+            for scenario in scenarios:
+                result = evaluate(scenario, options, should_stop=stop.is_set)
+                results.append(result)
+                _print_result(result, options, out)
+                if stop.is_set():
+                    break
     except (ScenarioError, CassetteError, OpenProgramError, EvalSetupError, ValueError) as exc:
         print(f"openprogram-sim eval: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the second Ctrl-C, or one before the handler was in place
+        stop.set()
+    if stop.is_set():
         print(
             f"openprogram-sim eval: interrupted after {len(results)} scenario(s); the samples "
             f"taken are under {args.out}",
@@ -119,6 +129,41 @@ def command(args: argparse.Namespace) -> int:
     return 1 if failed or dropped else 0
 
 
+class _Interrupt:
+    """Ctrl-C during an eval: the first press ends it after the sample running (its cassette
+    is kept, the summary printed); a second stops at once."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self._event.is_set():
+            raise KeyboardInterrupt
+        self._event.set()
+        print(
+            "openprogram-sim eval: stopping after this sample (Ctrl-C again to stop now)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, self._handle)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 def _decision(result: Any) -> str:
     test = result.test()
     if test is None:
@@ -143,6 +188,8 @@ def _print_result(result: Any, options: Any, out: TextIO) -> None:
     stop = (
         f"stopped after {result.n} of {result.max_samples} samples: the verdict was decided"
         if result.stopped_early
+        else f"interrupted after {result.n} of {result.max_samples} samples"
+        if result.interrupted
         else f"{result.n} samples"
     )
     print(f"          {stop}; {_decision(result)}", file=out)

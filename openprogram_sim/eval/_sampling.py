@@ -162,10 +162,13 @@ def evaluate(
     scenario: Scenario,
     options: EvalOptions,
     on_sample: Callable[[Sample], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> ScenarioResult:
     """Sample ``scenario`` up to ``options.samples`` times (fewer when the sequential test
     decides first), each sample's cassette under ``options.out/<slug>/``; each distinct
-    failure distilled into ``options.out/regressions/<slug>-N.yaml``."""
+    failure distilled into ``options.out/regressions/<slug>-N.yaml``. ``should_stop`` is
+    asked after each sample (Ctrl-C): when it says so, sampling ends there
+    (:attr:`ScenarioResult.interrupted`)."""
     source = scenario.path
     slug = scenario_slug(source)
     folder = options.out / slug
@@ -193,6 +196,9 @@ def evaluate(
         if on_sample is not None:
             on_sample(sample)
         if test is not None and test.decide(result.passed, result.n) != "undecided":
+            break
+        if should_stop is not None and should_stop():
+            result.interrupted = True
             break
     result.regressions = write_regressions(
         result.samples, source, options.out / "regressions", slug

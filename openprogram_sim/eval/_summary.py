@@ -88,6 +88,8 @@ class ScenarioResult:
     samples: list[Sample] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
     """The regression scenarios written for its failing samples."""
+    interrupted: bool = False
+    """Whether sampling was stopped by the user (Ctrl-C) before it ended."""
 
     @property
     def n(self) -> int:
@@ -114,7 +116,8 @@ class ScenarioResult:
 
     @property
     def stopped_early(self) -> bool:
-        return self.n < self.max_samples
+        """Whether the verdict was decided before the last sample."""
+        return self.n < self.max_samples and not self.interrupted
 
     def test(self) -> SequentialTest | None:
         if self.threshold is None:
@@ -175,6 +178,7 @@ class ScenarioResult:
                                             "level": bound.confidence}
             ),
             "stopped_early": self.stopped_early,
+            "interrupted": self.interrupted,
             "flaky": self.flaky,
             "pass_at_k": {str(k): v for k, v in self.pass_at().items()},
             "expectations": {k: {"passed": p, "samples": n} for k, (p, n) in self.rates().items()},

@@ -335,26 +335,31 @@ def test_tokens_are_counted_per_sample_and_in_total(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_the_eval_with_a_sentence(tmp_path: Path, server: WireServer) -> None:
+def test_ctrl_c_ends_the_eval_after_the_sample_running(tmp_path: Path, server: WireServer) -> None:
     import signal
     import time
 
     env = {**os.environ, "OPENAI_API_KEY": KEY}
-    out = tmp_path / "eval"
+    out, results = tmp_path / "eval", tmp_path / "results.json"
     process = subprocess.Popen(
         [sys.executable, "-m", "openprogram_sim.cli", "eval",
          "scenarios/stochastic/weighted_pick.yaml", "--model", "openai:gpt-4o-mini",
-         "--base-url", sessions_url(server), "--samples", "100000", "--out", str(out)],
+         "--base-url", sessions_url(server), "--samples", "100000", "--out", str(out),
+         "--json", str(results)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not list(out.glob("*/sample-003.yaml")) and time.monotonic() < deadline:
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 2, stderr
     assert stderr == (
-        "openprogram-sim eval: interrupted after 0 scenario(s); the samples taken are under "
+        "openprogram-sim eval: stopping after this sample (Ctrl-C again to stop now)\n"
+        "openprogram-sim eval: interrupted after 1 scenario(s); the samples taken are under "
         f"{out}\n"
     )
-    assert "Traceback" not in stderr
+    taken = len(list(out.glob("*/sample-*.yaml")))
+    assert taken >= 3
+    assert f"interrupted after {taken} of 100000 samples" in stdout
+    assert not results.exists()  # an interrupted eval writes no results file
