@@ -179,7 +179,8 @@ def property_document(
     raised = {"error": "ModelError", "aborted": "RunAbortedError"}.get(str(end.get("reason")))
     broke = []
     if expect.get("properties"):
-        broke.append("breaks " + ", ".join(next(iter(r)) for r in expect["properties"]))
+        names = [next(iter(r)) for r in expect["properties"]]
+        broke.append(f"breaks your {', '.join(names)} rule{'s' if len(names) > 1 else ''}")
     if "trajectory" in expect:
         broke.append("misses the trajectory")
     head = {
