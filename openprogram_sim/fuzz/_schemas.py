@@ -462,8 +462,13 @@ class _Builder:
         is one, else the nearest such multiple found when the strategy is built."""
         klow = None if low is None else math.ceil(low / step)
         khigh = None if high is None else math.floor(high / step)
-        start = klow if klow is not None else (khigh if khigh is not None else 0)
-        candidates = [round(k * step, 12) for k in range(start, start + 200)]
+        if klow is not None:
+            ks = range(klow, klow + 200)  # upward from the low bound
+        elif khigh is not None:
+            ks = range(khigh, khigh - 200, -1)  # downward from the high bound (exclusive: past it)
+        else:
+            ks = range(0, 200)
+        candidates = [round(k * step, 12) for k in ks]
         safe = self.fits(schema, [v for v in candidates if _is_multiple(v, step)])
         if not safe:
             raise UnsupportedSchema("multipleOf", path, f"no multiple of {step} fits the bounds")

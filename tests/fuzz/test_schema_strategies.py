@@ -222,6 +222,24 @@ def _draws(strategy: st.SearchStrategy[Any], n: int = 300) -> list[Any]:
     return out
 
 
+@pytest.mark.parametrize(
+    "bounds",
+    [{"exclusiveMaximum": -0.5}, {"maximum": -3.5}, {"exclusiveMinimum": 0.5}, {"minimum": 2.5},
+     {"minimum": -1.25, "maximum": 1.25}, {}],
+)  # fmt: skip
+def test_fractional_multiples_are_found_below_a_high_bound_as_above_a_low_one(
+    bounds: dict[str, float],
+) -> None:
+    """A fractional ``multipleOf`` with only a high bound has its multiples below it (they
+    were searched upward from the bound, found none, and the schema was refused)."""
+    prop = {"type": ["number", "null"], "multipleOf": 0.5, **bounds}
+    schema = {"type": "object", "properties": {"a": prop}, "required": ["a"]}
+    drawn = [a["a"] for a in _draws(strategies.tool_arguments(schema), 100)]
+    numbers = [v for v in drawn if v is not None]
+    assert numbers, drawn
+    assert all(_instance(schema, {"a": v}) for v in numbers), numbers
+
+
 def test_a_pattern_that_repeats_one_class_keeps_its_length_bounds_unfiltered() -> None:
     prop = {"type": "string", "pattern": "^[a-z_]+$", "minLength": 3, "maxLength": 5}
     schema = {"type": "object", "properties": {"s": prop}, "required": ["s"]}
