@@ -180,7 +180,7 @@ def _layer_accepts(schema: dict[str, Any], value: Any) -> bool:
     return True
 
 
-MANY = settings(max_examples=300, deadline=None, database=None,
+MANY = settings(max_examples=300, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much])  # fmt: skip
 
