@@ -1,5 +1,5 @@
 """``openprogram-sim``: run scenario files, serve them over HTTP, fuzz the loop, record
-real sessions as cassettes.
+real sessions as cassettes, check traces, evaluate against real models.
 
     openprogram-sim run [PATHS...] [--json] [-k TEXT] [-m TAG] [--report PATH]
                         [--pythonpath DIR] [--model PROVIDER:MODEL [--base-url URL]]
@@ -11,9 +11,11 @@ real sessions as cassettes.
                            [--base-url URL] [--record-mode MODE]
     openprogram-sim distill CASSETTE [--scenario SCENARIO] [-o FILE]
     openprogram-sim check TRACE_FILE [--properties FILE] [--trajectory FILE]
+    openprogram-sim eval SCENARIO... --model PROVIDER:MODEL [--base-url URL] [--samples N]
+                         [--threshold P] [--json FILE] [--baseline FILE]
 
 One module per subcommand (``run``, ``schema``, ``init``, ``serve``, ``fuzz``, ``record``,
-``distill``, ``check``).
+``distill``, ``check``, ``eval``).
 
 ``check`` reads a trace that did not come from a run here (``run --json``'s output, a
 trace written by hand) and checks it with a suite's ``expect.properties`` and
