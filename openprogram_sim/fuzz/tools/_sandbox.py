@@ -257,9 +257,15 @@ def _read_marker(path: str | None) -> CallRecord | None:
 
 
 def _marker_writer(fd: int) -> Any:
-    """Keeps the running call in the marker file (JSON; empty when none runs)."""
+    """Keeps the running call in the marker file (JSON; empty when none runs). The file is
+    written only when what it says changes (each run's reset and each call's end would
+    otherwise write it empty again)."""
+    shown: list[CallRecord | None] = [None]  # what the file says now (None: empty)
 
     def write(record: CallRecord | None) -> None:
+        if record is shown[0]:
+            return
+        shown[0] = record
         text = b""
         if record is not None:
             fields = {"tool": record.tool, "call_id": record.call_id, "depth": record.depth}
@@ -284,6 +290,7 @@ def _serve(conn: Connection, marker_fd: int) -> None:
     lines = LineTracer(tool_files(t.ref for t in target.tools)) if measure else None
     probe = Probe(_marker_writer(marker_fd), lines)
     probe.install(tools)
+    resolved: dict[tuple[str, ...], dict[str, Any]] = {}
     conn.send("ready")
     while True:
         try:
@@ -294,7 +301,7 @@ def _serve(conn: Connection, marker_fd: int) -> None:
             return
         for i, data in enumerate(datas):
             try:
-                answer: RunReport | str = _answer(kind, data, probe)
+                answer: RunReport | str = _answer(kind, data, probe, resolved)
             except Exception:  # a bug of the fuzzer's own, sent back whole
                 answer = traceback.format_exc()
             if lines is not None and isinstance(answer, RunReport):
@@ -305,20 +312,38 @@ def _serve(conn: Connection, marker_fd: int) -> None:
                 break
 
 
-def _answer(kind: str, data: dict[str, Any], probe: Probe) -> RunReport:
+def _answer(
+    kind: str, data: dict[str, Any], probe: Probe,
+    resolved: dict[tuple[str, ...], dict[str, Any]] | None = None,
+) -> RunReport:  # fmt: skip
+    """One run of the scenario dict ``data`` (``kind`` "run": checked against the invariants
+    and the contract; "verdict": against its own ``expect:``). ``resolved``: the user's
+    objects each set of references resolved to in an earlier run of this child (a generated
+    scenario names the same tools every time; importing and checking them again cost about
+    a millisecond a run), filled in here."""
     from openprogram_sim.fuzz._invariants import check_outcome_invariants
     from openprogram_sim.fuzz.tools._contract import check_contract, escape_breach
     from openprogram_sim.play import check_outcome, run_scenario
     from openprogram_sim.scenario import Scenario
+    from openprogram_sim.scenario._loader import python_refs
 
     probe.reset()
     scenario = Scenario.model_validate(data)
+    refs: tuple[str, ...] = ()
+    if resolved is not None and kind == "run":
+        refs = tuple(ref for _, ref in python_refs(scenario))
+        known = resolved.get(refs)
+        if known is not None:
+            scenario._python.update(known)
     try:
         outcome = run_scenario(scenario)
     except BaseException as exc:  # a tool's SystemExit, KeyboardInterrupt, ... (reported)
         breach = escape_breach(exc, probe.records)
         return RunReport([breach.message], [breach], FuzzStats(runs=1), passed=False,
                          failures=[breach.message])  # fmt: skip
+    known_now = scenario._python  # what they resolved to: kept for the next runs
+    if resolved is not None and refs and refs not in resolved and all(r in known_now for r in refs):
+        resolved[refs] = dict(known_now)
     if kind == "verdict":
         verdict = check_outcome(outcome)
         titles = [f.title for f in verdict.failures]
