@@ -80,7 +80,7 @@ second the run's tasks then get to end)."""
 BATCH = 16
 """Scenarios per Hypothesis example, sent to the sandbox in one message (Hypothesis's
 per-example bookkeeping costs about as much as drawing a scenario: at 16 a scenario is drawn
-in about 0.3 ms less CPU than at 8 and 0.6 ms less than at 4; the shrinker simplifies the
+in about 0.2 ms less CPU than at 8 and 0.5 ms less than at 4; the shrinker simplifies the
 ones a failure does not need). Coverage-guided campaigns send one: ``target()`` scores one
 run."""
 
