@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from openprogram_sim.cli._arguments import add_pythonpath
 
 if TYPE_CHECKING:
-    from openprogram_sim.fuzz import CampaignResult, FuzzStats, ToolTarget
+    from openprogram_sim.fuzz import CampaignResult, FuzzStats, ToolTarget, UserProperties
     from openprogram_sim.fuzz.tools import SearchOptions, UserOptions
 
 __all__ = ["add_parser", "command", "fuzz_command"]
@@ -50,6 +50,7 @@ def fuzz_command(
     timeout: float = 2.0,
     options: UserOptions | None = None,
     search: SearchOptions | None = None,
+    properties: UserProperties | None = None,
     out: TextIO,
     err: TextIO,
 ) -> int:
@@ -63,7 +64,8 @@ def fuzz_command(
         print(f"fuzz: {examples} generated scenarios, seed {seed}, {workers} worker(s)",
               file=out, flush=True)  # fmt: skip
         result = run_campaign(examples, seed, workers, regressions=regressions,
-                              replay_every=replay_every, progress=progress)  # fmt: skip
+                              replay_every=replay_every, progress=progress,
+                              properties=properties)  # fmt: skip
     else:
         names = ", ".join(target.names)
         how = _search_label(search)
@@ -77,7 +79,7 @@ def fuzz_command(
             print(f"  {why}", file=out)
         result = run_tool_campaign(target, examples, seed, workers, regressions=regressions,
                                    timeout=timeout, progress=progress, options=options,
-                                   search=search)  # fmt: skip
+                                   search=search, properties=properties)  # fmt: skip
     if err.isatty():
         err.write("\n")
     return _verdict(result, seed, target, out)
@@ -118,6 +120,8 @@ def _verdict(result: CampaignResult, seed: int, target: ToolTarget | None, out: 
         print(f"no {what} in {result.stats.runs} runs (seed {seed})", file=out)
         return 0
     heading = "INVARIANT VIOLATED" if failure.breach is None else "TOOL CONTRACT BROKEN"
+    if failure.broke_properties:
+        heading = "PROPERTY BROKEN"
     print(f"\n{heading} (chunk {failure.chunk}, seed {seed}), shrunk case:", file=out)
     for violation in failure.violations:
         print(f"  - {violation}", file=out)
@@ -125,8 +129,12 @@ def _verdict(result: CampaignResult, seed: int, target: ToolTarget | None, out: 
         print(f"regression scenario written: {failure.path} (reproduces it)", file=out)
         extra = "".join(f" --pythonpath {p}" for p in target.pythonpath) if target else ""
         fixed = "a correct loop" if target is None else "a tool that keeps the contract"
+        if failure.broke_properties:
+            fixed = "passes once the runs keep your properties"
+        else:
+            fixed += " passes it"
         print(
-            f"  replay: openprogram-sim run {failure.path}{extra}  (fails now; {fixed} passes it)",
+            f"  replay: openprogram-sim run {failure.path}{extra}  (fails now; {fixed})",
             file=out,
         )
     elif failure.unexpressed is not None:
@@ -171,14 +179,16 @@ def command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from openprogram_sim.cli.check import CheckFileError
     from openprogram_sim.fuzz import TargetError
     from openprogram_sim.fuzz.tools import SearchError
     from openprogram_sim.scenario._python import PythonRefError
 
     try:
+        properties = _properties(args.properties)
         target = _target(args)
         options, search = _tool_options(args, target)
-    except (PythonRefError, TargetError, SearchError, ValueError) as exc:
+    except (PythonRefError, TargetError, SearchError, ValueError, CheckFileError) as exc:
         print(f"openprogram-sim fuzz: {exc}", file=sys.stderr)
         return 2
     regressions = None if args.no_write else args.regressions
@@ -192,9 +202,22 @@ def command(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         options=options,
         search=search,
+        properties=properties,
         out=sys.stdout,
         err=sys.stderr,
     )
+
+
+def _properties(path: str | None) -> UserProperties | None:
+    """``--properties FILE`` read and checked (``CheckFileError`` names the file and line)."""
+    if path is None:
+        return None
+    from openprogram_sim.cli.check import read_expectations
+    from openprogram_sim.fuzz import UserProperties
+
+    found = read_expectations(path)
+    return UserProperties.of(found.rules, where=found.lines, trajectory=found.trajectory,
+                             trajectory_where=found.trajectory_where)  # fmt: skip
 
 
 def _workers(given: int | None, target: ToolTarget | None) -> int:
@@ -270,6 +293,12 @@ def add_parser(sub: Any) -> None:
         help="where a shrunk failing case is written (scenarios/regressions)",
     )
     fuzz.add_argument("--no-write", action="store_true", help="do not write a regression file")
+    fuzz.add_argument(
+        "--properties",
+        metavar="FILE",
+        help="YAML: your own rules (properties:, as expect.properties) and optionally a "
+        "trajectory:, checked on every run as invariants",
+    )
     yours = fuzz.add_argument_group(
         "your own tools", "call your tools with arguments valid and invalid for their schemas"
     )

@@ -38,7 +38,7 @@ import math
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -56,12 +56,17 @@ from openprogram_sim.fuzz._chunks import (
     plan_chunks,
     run_chunks,
 )
+from openprogram_sim.fuzz._properties import UserProperties, as_properties
 from openprogram_sim.fuzz._regression import write_document
 from openprogram_sim.fuzz._results import Breach, CampaignResult, FuzzFailure
 from openprogram_sim.fuzz._schemas import valid_arguments
 from openprogram_sim.fuzz._stats import FuzzStats
 from openprogram_sim.fuzz.tools._corpus import Corpus, guided_scenarios
-from openprogram_sim.fuzz.tools._regression import contract_document, fixed_variant
+from openprogram_sim.fuzz.tools._regression import (
+    contract_document,
+    fixed_variant,
+    property_document,
+)
 from openprogram_sim.fuzz.tools._sandbox import RunReport, Sandbox
 from openprogram_sim.fuzz.tools._search import SearchOptions, chunk_settings, database_key
 from openprogram_sim.fuzz.tools._target import ToolTarget
@@ -102,10 +107,12 @@ class _Job:
     target: ToolTarget
     options: UserOptions
     search: SearchOptions
+    properties: UserProperties
 
     def __call__(self, chunk: Chunk) -> ChunkResult:
         # Started first: the sandbox imports the user's code while this process does.
-        sandbox = _kept_sandbox(self.target, lines=self.search.coverage_guided).start()
+        lines = self.search.coverage_guided
+        sandbox = _kept_sandbox(self.target, lines=lines, properties=self.properties).start()
         # Hypothesis also draws constants it reads from the loaded local modules (a city
         # name, a unit): a worker process loads the user's, as the caller's process has.
         self.target.imported()
@@ -117,12 +124,13 @@ _KEPT: list[Sandbox] = []
 a new child itself after a tool broke one)."""
 
 
-def _kept_sandbox(target: ToolTarget, *, lines: bool) -> Sandbox:
+def _kept_sandbox(target: ToolTarget, *, lines: bool, properties: UserProperties) -> Sandbox:
     """The kept sandbox for ``target``, or a new one (closing one kept for other tools)."""
-    if _KEPT and (_KEPT[0].target != target or _KEPT[0].lines != lines):
+    kept = _KEPT[0] if _KEPT else None
+    if kept and (kept.target, kept.lines, kept.properties) != (target, lines, properties):
         _close_kept()
     if not _KEPT:
-        _KEPT.append(Sandbox(target, lines=lines))
+        _KEPT.append(Sandbox(target, lines=lines, properties=properties))
     return _KEPT[0]
 
 
@@ -226,6 +234,7 @@ def run_tool_campaign(
     progress: Progress | None = None,
     options: UserOptions | None = None,
     search: SearchOptions | None = None,
+    properties: UserProperties | Sequence[Mapping[str, Any]] | None = None,
 ) -> CampaignResult:
     """Run ``examples`` generated scenarios over the user's tools (``target``, see
     :meth:`ToolTarget.load`), each in a sandbox process under ``timeout`` seconds of real
@@ -237,7 +246,10 @@ def run_tool_campaign(
     the arguments); ``search``: the backend, coverage-guided mode, example database and
     ``setup:``/``teardown:`` (:class:`~openprogram_sim.fuzz.tools._search.SearchOptions`,
     checked here: :class:`~openprogram_sim.fuzz.tools._search.SearchError` when one cannot
-    be used)."""
+    be used); ``properties``: your own invariants (rules of ``expect.properties``, or a
+    :class:`~openprogram_sim.fuzz.UserProperties`), checked in the sandbox on every run; a
+    run that breaks one gets a file expecting them (:func:`property_document`)."""
+    props = as_properties(properties)
     if examples < 0 or workers < 1 or chunk_size < 1 or not timeout > 0 or max_turns < 1:
         raise ValueError(
             "run_tool_campaign needs examples >= 0, workers >= 1, chunk_size >= 1, "
@@ -249,13 +261,13 @@ def run_tool_campaign(
     batch = 1 if search.coverage_guided else BATCH
     chunks = plan_chunks(examples, seed, chunk_size, batch, 0)
     try:
-        job = _Job(target, options, search)
+        job = _Job(target, options, search, props)
         stats, elapsed, failure = run_chunks(job, chunks, workers, progress)
     finally:
         _close_kept()
     result = CampaignResult(examples, seed, workers, stats, elapsed, failure)
     if failure is not None and regressions is not None:
-        _write(failure, target, regressions, seed, timeout, search)
+        _write(failure, target, regressions, seed, timeout, search, props)
     return result
 
 
@@ -300,8 +312,13 @@ def _write(
     seed: int,
     limit: float,
     search: SearchOptions | None = None,
+    properties: UserProperties | None = None,
 ) -> None:
     breach = failure.breach
+    broken = (properties or UserProperties()).broken(failure.trace)
+    if broken and (breach is None or breach.call is None):
+        _write_properties(failure, target, directory, seed, limit, broken)
+        return
     if breach is None or breach.call is None:
         failure.unexpressed = (
             "no single call of your tools broke the contract (a loop invariant broke, which "
@@ -339,6 +356,40 @@ def _write(
         failure.unexpressed = problems[-1]
         return
     path = write_document(directory, chosen)
+    failure.reproduced, why = reproduces_by_cli(path, target.pythonpath, limit)
+    if failure.reproduced:
+        failure.path = path
+        return
+    path.unlink()
+    failure.unexpressed = f"the regression file would not reproduce it: {why}"
+
+
+def _write_properties(
+    failure: FuzzFailure,
+    target: ToolTarget,
+    directory: str | Path,
+    seed: int,
+    limit: float,
+    broken: dict[str, Any],
+) -> None:
+    """The file for a run that broke the user's properties: kept when, in the sandbox, it
+    passes without them and fails with them, and ``openprogram-sim run`` fails on it."""
+    failure.broke_properties = broken
+    document = property_document(target, failure, broken, seed=seed)
+    bare = {**document, "expect": {k: v for k, v in document["expect"].items()
+                                   if k not in ("properties", "trajectory")}}  # fmt: skip
+    with Sandbox(target) as sandbox:
+        without, with_them = sandbox.verdict(bare), sandbox.verdict(document)
+    if not without.passed:
+        failure.unexpressed = (
+            "replayed as a file, the run fails without your properties too "
+            f"({'; '.join(without.failures) or 'it did not finish'})"
+        )
+        return
+    if with_them.passed:
+        failure.unexpressed = "replayed as a file, the run keeps your properties"
+        return
+    path = write_document(directory, document)
     failure.reproduced, why = reproduces_by_cli(path, target.pythonpath, limit)
     if failure.reproduced:
         failure.path = path

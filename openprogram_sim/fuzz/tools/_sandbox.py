@@ -41,6 +41,7 @@ from typing import Any
 
 from openprogram import ToolRegistry
 from openprogram.tools import Tool, as_tool
+from openprogram_sim.fuzz._properties import UserProperties
 from openprogram_sim.fuzz._results import Breach, CallRecord
 from openprogram_sim.fuzz._stats import FuzzStats
 from openprogram_sim.fuzz.tools._lines import LineTracer, tool_files
@@ -92,10 +93,14 @@ class Sandbox:
     The child is a fresh ``python`` running :func:`main` (not a ``multiprocessing`` child,
     which would re-import the caller's main module), talking over a socket pair."""
 
-    def __init__(self, target: ToolTarget, *, lines: bool = False) -> None:
+    def __init__(
+        self, target: ToolTarget, *, lines: bool = False, properties: UserProperties | None = None
+    ) -> None:
         self.target = target
         self.lines = lines
         """Measure the lines of the tools' code each run executes (:mod:`._lines`)."""
+        self.properties = properties or UserProperties()
+        """The user's own properties, checked on each run with the invariants."""
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._marker: str | None = None
@@ -129,7 +134,7 @@ class Sandbox:
         )
         theirs.close()
         self._conn = Connection(ours.detach())
-        self._conn.send((self.target, list(sys.path), self.lines))
+        self._conn.send((self.target, list(sys.path), self.lines, self.properties))
         self._fresh = True
         self.starts += 1
         return self._conn
@@ -284,7 +289,7 @@ def _user_tools(target: ToolTarget) -> Iterator[Tool]:
 
 
 def _serve(conn: Connection, marker_fd: int) -> None:
-    target, path, measure = conn.recv()
+    target, path, measure, properties = conn.recv()
     sys.path[:] = list(dict.fromkeys([*path, *sys.path]))
     tools = list(_user_tools(target))
     lines = LineTracer(tool_files(t.ref for t in target.tools)) if measure else None
@@ -301,7 +306,7 @@ def _serve(conn: Connection, marker_fd: int) -> None:
             return
         for i, data in enumerate(datas):
             try:
-                answer: RunReport | str = _answer(kind, data, probe, resolved)
+                answer: RunReport | str = _answer(kind, data, probe, resolved, properties)
             except Exception:  # a bug of the fuzzer's own, sent back whole
                 answer = traceback.format_exc()
             if lines is not None and isinstance(answer, RunReport):
@@ -315,6 +320,7 @@ def _serve(conn: Connection, marker_fd: int) -> None:
 def _answer(
     kind: str, data: dict[str, Any], probe: Probe,
     resolved: dict[tuple[str, ...], dict[str, Any]] | None = None,
+    properties: UserProperties | None = None,
 ) -> RunReport:  # fmt: skip
     """One run of the scenario dict ``data`` (``kind`` "run": checked against the invariants
     and the contract; "verdict": against its own ``expect:``). ``resolved``: the user's
@@ -352,6 +358,8 @@ def _answer(
     stats.add(outcome)
     breaches = check_contract(outcome, probe.records)
     violations = check_outcome_invariants(outcome) + [b.message for b in breaches]
+    if properties:  # the user's own (fuzz --properties)
+        violations += properties.violations(outcome.trace)
     report = RunReport(violations, breaches, stats, model_calls=outcome.model_calls)
     if violations:
         report.trace = outcome.trace
