@@ -163,7 +163,9 @@ def test_the_1_gb_bomb_is_refused_in_bounded_memory(tmp_path, monkeypatch, kind:
         "replayed body"
     ) in done.stdout
     peak_mib = int(done.stderr.strip().splitlines()[-1]) / 1024
-    assert peak_mib < 200, f"the run peaked at {peak_mib:.0f} MiB"  # 72 MiB measured
+    # 72 to 91 MiB measured alone, 202 once in a loaded whole-suite run; unbounded, the
+    # same file took 3.1 GB (JSON) and 4.2 GB (SSE)
+    assert peak_mib < 512, f"the run peaked at {peak_mib:.0f} MiB"
 
 
 # openprogram-sim ARGS, then the process's peak memory (KiB) on the last line of stderr
