@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from openprogram_sim.cassettes import Cassette
 
@@ -64,7 +66,11 @@ def record_raw(path: Path, answer: Answer, url_path: str = "/v1/chat/completions
     returns what the client read (the cassette is saved, or the save raises)."""
 
     async def go(base: str) -> bytes:
-        with Cassette(path, record_mode="once") as cassette:
+        # CI=1 (as .ci/run sets it) turns recording off: these tests record on purpose
+        with (
+            mock.patch.dict(os.environ, {"CI": ""}),
+            Cassette(path, record_mode="once") as cassette,
+        ):
             async with cassette.client() as client:
                 response = await client.post(base + url_path, json={"model": "m", "stream": True})
                 return await response.aread()
