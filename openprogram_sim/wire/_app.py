@@ -25,6 +25,7 @@ import json
 import re
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -536,10 +537,10 @@ class WireApp:
         await _send_json(send, 404, {"error": {"message": message, "type": "not_found"}})
 
 
-class _SessionRoute:
-    """``GET /s/{session}``: the session's report so far (or, once it ended, the one kept);
-    ``DELETE /s/{session}``: end the session and answer with its report. An unknown (or no
-    longer live, for DELETE) session is a 404 saying so."""
+class _NamedRoute(ABC):
+    """A route under ``/s/{session}`` itself (not a model call): the name checked (400 when
+    it is not one a session can have), the body read (a refusal answered), then
+    :meth:`answer`."""
 
     def __init__(self, app: WireApp) -> None:
         self.app = app
@@ -559,6 +560,20 @@ class _SessionRoute:
         except Refused as exc:
             await exc.send(scope, send, None)
             return
+        await self.answer(scope, send, name)
+
+    @abstractmethod
+    async def answer(self, scope: Scope, send: Send, name: str) -> None:
+        """Answer the request for session ``name``, whose name and body are good."""
+
+
+class _SessionRoute(_NamedRoute):
+    """``GET /s/{session}``: the session's report so far (or, once it ended, the one kept);
+    ``DELETE /s/{session}``: end the session and answer with its report. An unknown (or no
+    longer live, for DELETE) session is a 404 saying so."""
+
+    async def answer(self, scope: Scope, send: Send, name: str) -> None:
+        app = self.app
         app.sweep_due(app.clock())
         ending = scope["method"] == "DELETE"
         report = app.end_session(name) if ending else app.report(name)
@@ -579,30 +594,13 @@ class _SessionRoute:
         await _send_json(send, 404, {"error": {"message": message, "type": "not_found"}})
 
 
-class _TraceRoute:
+class _TraceRoute(_NamedRoute):
     """``GET /s/{session}/trace``: the live session's trace, ``{"session", "trace"}`` (the
     events of :meth:`Session.trace`); a session that is not live is a 404 saying so (an
     ended one keeps its report, not its trace)."""
 
-    def __init__(self, app: WireApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        app = self.app
-        name = scope["path_params"]["session"]
-        problem = name_problem(name)
-        if problem is not None:
-            app.charge(None, problem)
-            await _send_json(send, 400, {"error": {"message": problem, "type": "invalid_name"}})
-            return
-        try:
-            await app.read(scope, receive, name)
-        except ClientGone:
-            return
-        except Refused as exc:
-            await exc.send(scope, send, None)
-            return
-        session = app.sessions.get(name)
+    async def answer(self, scope: Scope, send: Send, name: str) -> None:
+        session = self.app.sessions.get(name)
         if session is not None:
             await _send_json(send, 200, {"session": name, "trace": session.trace().trace})
             return
