@@ -7,42 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-TOOLS = '''
-from pathlib import Path
-
-from openprogram import ToolRegistry, function
-
-Path(__file__).with_name("imported.marker").write_text("imported")  # top-level code
-
-
-@function(registry=ToolRegistry())
-def lookup(q: str) -> str:
-    """Look a word up."""
-    return f"found {q}"
-'''
-
-TRUSTED = """\
-scenario: uses my tool
-tags: [mine]
-tools:
-  lookup: {python: "MOD:lookup"}
-exec: {content: "Look it up.", tools: [lookup]}
-model:
-  - tool_calls: [{lookup: {q: tides}}]
-  - text: "Done."
-expect:
-  result: "Done."
-  events:
-    - tool_execution_end: {tool_name: lookup, result: "found tides"}
-"""
-
-PLAIN = """\
-scenario: plain data
-exec: {content: "Hi."}
-model: [{text: "Hello."}]
-expect: {result: "Hello."}
-"""
+from _trusted import PLAIN, TOOLS, TRUSTED
 
 
 @pytest.fixture
