@@ -13,8 +13,10 @@ verdict (``openprogram-sim eval``; see docs/evals.md).
 """
 
 from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, judge
+from openprogram_sim.eval._options import EvalOptions, scenario_slug
 from openprogram_sim.eval._regressions import trajectory_key, write_regressions
-from openprogram_sim.eval._sampling import EvalOptions, EvalSetupError, evaluate, scenario_slug
+from openprogram_sim.eval._sample import EvalSetupError
+from openprogram_sim.eval._sampling import evaluate
 from openprogram_sim.eval._stats import (
     Interval,
     SequentialTest,
