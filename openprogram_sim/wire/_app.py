@@ -324,6 +324,8 @@ class WireApp:
         self.refused = 0
         """Requests refused because ``max_sessions`` sessions were live."""
         self._sessions: dict[str | None, Session] = {}
+        self._scripts: dict[str, list[tuple[Turn, WireFault]]] = {}
+        """Scripts given to sessions not yet opened (:meth:`open_session`)."""
         self._named = 0
         self._next_sweep = 0.0
         self._lock = threading.Lock()
@@ -355,11 +357,30 @@ class WireApp:
         with self._lock:
             return self._make(name, self.clock())
 
+    def open_session(
+        self, name: str, turns: Iterable[TurnLike | tuple[TurnLike, WireFault]]
+    ) -> None:
+        """Give the session ``name`` its own script in place of the server's: used when its
+        first request arrives (a fuzzer's drawn script, a test's own turns). Refused while a
+        session of that name is live."""
+        problem = name_problem(name)
+        if problem is not None:
+            raise ValueError(problem)
+        script = [split_turn(t) for t in turns]
+        with self._lock:
+            if name in self._sessions:
+                raise ValueError(
+                    f"session {name!r} is live: end it (DELETE /s/{name}) before giving it "
+                    "a script of its own"
+                )
+            self._scripts[name] = script
+
     def _make(self, name: str | None, now: float) -> Session:
         found = self._sessions.get(name)
         if found is None:
             keep = self.keep_bodies if name is None else None
-            found = Session(name, self.script, cycle=self.cycle, now=now, keep_bodies=keep)
+            script = self.script if name is None else self._scripts.pop(name, self.script)
+            found = Session(name, script, cycle=self.cycle, now=now, keep_bodies=keep)
             self._sessions[name] = found
             self._named += name is not None
         return found

@@ -300,6 +300,14 @@ class WireServer:
         """The live session ``name`` (``None``: the default one)."""
         return self.app.session(name)
 
+    def open_session(
+        self, name: str, turns: Iterable[TurnLike | tuple[TurnLike, WireFault]]
+    ) -> str:
+        """Give session ``name`` a script of its own (played from its first request in place
+        of the server's); returns its OpenAI base URL. See :meth:`WireApp.open_session`."""
+        self.app.open_session(name, turns)
+        return self.base_url("openai", session=name)
+
     def end_session(self, name: str) -> SessionReport:
         """End session ``name`` (as ``DELETE /s/{name}`` does) and return its report; it
         stays in :meth:`check`. Raises ``KeyError`` when no such session is live."""

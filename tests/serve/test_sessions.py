@@ -63,3 +63,31 @@ def test_cycle_plays_the_script_again_when_it_runs_out() -> None:
         server.assert_consumed()
     texts = [r["choices"][0]["message"]["content"] for r in replies]
     assert texts == [*SCRIPT, SCRIPT[0]]
+
+
+def test_open_session_gives_one_session_its_own_script_and_others_keep_the_servers() -> None:
+    with serve(SCRIPT) as server:
+        base = server.open_session("own", ["mine only"])
+        assert base == f"{server.url}/s/own/v1"
+        with httpx2.Client(timeout=10) as client:
+            own = client.post(f"{base}/chat/completions", json=HI)
+            again = client.post(f"{base}/chat/completions", json=HI)
+            other = client.post(f"{server.url}/s/other/v1/chat/completions", json=HI)
+        assert own.json()["choices"][0]["message"]["content"] == "mine only"
+        assert again.status_code == 400
+        assert "the script is exhausted" in again.json()["error"]["message"]
+        assert other.json()["choices"][0]["message"]["content"] == "first reply"
+        report = server.end_session("own")
+        assert (report.turns, report.served) == (1, 1)
+        try:
+            server.open_session("other", ["late"])
+        except ValueError as error:
+            assert "session 'other' is live" in str(error)
+        else:
+            raise AssertionError("a live session was given a new script")
+        try:
+            server.open_session("../x", ["bad"])
+        except ValueError as error:
+            assert "is not a session name" in str(error)
+        else:
+            raise AssertionError("a bad name was accepted")
