@@ -50,7 +50,7 @@ if _typing.TYPE_CHECKING:
         record_command,
         scenario_provider,
     )
-    from openprogram_sim.cassettes._secrets import KEY_SHAPES, Scrubber, find_secrets
+    from openprogram_sim.cassettes._secrets import KEY_SHAPES, Scrubber, find_secrets, known_secrets
 
 __all__ = [
     "DEFAULT_IGNORE",
@@ -69,6 +69,7 @@ __all__ = [
     "distill",
     "distill_yaml",
     "find_secrets",
+    "known_secrets",
     "record_command",
     "resolve_record_mode",
     "scenario_provider",
@@ -90,6 +91,7 @@ _WHERE = {
     "KEY_SHAPES": "_secrets",
     "Scrubber": "_secrets",
     "find_secrets": "_secrets",
+    "known_secrets": "_secrets",
 }
 
 

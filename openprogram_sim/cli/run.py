@@ -264,7 +264,11 @@ def command(args: argparse.Namespace) -> int:
                    "scenarios": [r.to_json() for r in results]}  # fmt: skip
         if coverage is not None:
             payload.update(coverage.json(behaviours))
-        json.dump(payload, sys.stdout, indent=2, default=str)
+        # what the model and the tools said reaches a CI log: scrubbed as a cassette is
+        from openprogram_sim.cassettes import Scrubber, known_secrets
+
+        payload = Scrubber(known_secrets()).value(json.loads(json.dumps(payload, default=str)))
+        json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         _print_text(results, elapsed, sys.stdout)

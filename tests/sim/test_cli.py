@@ -71,6 +71,28 @@ def test_json_output_for_machines(tmp_path: Path) -> None:
     assert scenario["trace"][-1] == {"type": "agent_end", "depth": 0, "round": 2, "reason": "stop"}
 
 
+def test_json_output_is_scrubbed_as_a_cassette_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a key in the model's text or a tool's result reaches stdout (a CI log) masked
+    shaped = "sk-" + "proj" + "A1b2C3d4E5f6G7h8I9j0K1l2M3"
+    secret = "secret-" + "value-from-the-env-42"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    text = (
+        PASSING.replace('returns: "hit"', f'returns: "token {shaped}"')
+        .replace('text: "Found."', f'text: "Found {secret}."')
+        .replace('result: "Found."', f'result: "Found {secret}."')
+    )
+    (tmp_path / "a.yaml").write_text(text)
+    result = run("run", "--json", str(tmp_path / "a.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert shaped not in result.stdout and secret not in result.stdout
+    (scenario,) = json.loads(result.stdout)["scenarios"]
+    assert scenario["result"] == "Found <redacted>."
+    ends = [e for e in scenario["trace"] if e["type"] == "tool_execution_end"]
+    assert [e["result"] for e in ends] == ["token <redacted:openai-key>"]
+
+
 def test_keyword_filter_and_missing_paths(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(PASSING)
     (tmp_path / "b.yaml").write_text(PASSING.replace("one search", "other"))
