@@ -10,6 +10,7 @@ error, and the requests the model saw.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 import time
@@ -485,16 +486,42 @@ async def _finished(run: asyncio.Future[Any], seconds: float) -> bool:
     return bool(done)
 
 
+class _ThreadLoop:
+    """A thread's reused event loop, closed when the thread ends (its thread-local goes)
+    or, for the main thread, when the interpreter exits: no "unclosed event loop"."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def close(self) -> None:
+        if not self.loop.is_closed() and not self.loop.is_running():
+            self.loop.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 _THREAD = threading.local()
+
+
+def _close_main_loop() -> None:
+    held: _ThreadLoop | None = getattr(_THREAD, "held", None)
+    if held is not None:
+        held.close()
+
+
+atexit.register(_close_main_loop)
 
 
 def _loop() -> asyncio.AbstractEventLoop:
     """This thread's event loop for synchronous runs: one per thread, reused (a fresh loop,
     and ``asyncio.run``'s signal handling, would cost more than a typical scenario)."""
-    loop: asyncio.AbstractEventLoop | None = getattr(_THREAD, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = _THREAD.loop = asyncio.new_event_loop()
-    return loop
+    held: _ThreadLoop | None = getattr(_THREAD, "held", None)
+    if held is None or held.loop.is_closed():
+        held = _THREAD.held = _ThreadLoop()
+    return held.loop
 
 
 def run_scenario(
