@@ -10,11 +10,16 @@ verdict (``openprogram-sim eval``; see docs/evals.md).
 - :func:`pass_at_k`: the unbiased pass@k estimate.
 - :class:`SequentialTest`: the verdict against a threshold, checked after every sample.
 - :func:`fisher_exact`: a pass rate against a baseline's.
+- :func:`write_eval_report`: the HTML report's eval view (each sample's timeline replayed
+  from its cassette); :func:`write_eval_junit`: JUnit XML, the rates as properties
+  (:func:`eval_properties`), a failure's text from :func:`eval_summary`.
 """
 
 from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, judge
+from openprogram_sim.eval._junit import eval_properties, eval_summary, write_eval_junit
 from openprogram_sim.eval._options import EvalOptions, scenario_slug
 from openprogram_sim.eval._regressions import trajectory_key, write_regressions
+from openprogram_sim.eval._report import render_eval_report, write_eval_report
 from openprogram_sim.eval._sample import EvalSetupError
 from openprogram_sim.eval._sampling import evaluate
 from openprogram_sim.eval._stats import (
@@ -55,12 +60,17 @@ __all__ = [
     "binomial_sf",
     "clopper_pearson",
     "compare",
+    "eval_properties",
+    "eval_summary",
     "evaluate",
     "fisher_exact",
     "judge",
     "pass_at_k",
+    "render_eval_report",
     "scenario_slug",
     "trajectory_key",
     "wilson",
+    "write_eval_junit",
+    "write_eval_report",
     "write_regressions",
 ]
