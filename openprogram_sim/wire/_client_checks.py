@@ -26,7 +26,15 @@ from typing import Any
 from openprogram_sim.trace import Failure
 from openprogram_sim.wire._trace import Round, call_ident
 
-__all__ = ["CLIENT_CHECKS", "DEFAULT_MAX_RETRIES", "ClientChecks", "check_client"]
+__all__ = [
+    "CLIENT_CHECKS",
+    "DEFAULT_MAX_RETRIES",
+    "ClientChecks",
+    "check_client",
+    "client_verdicts",
+    "client_violations",
+    "violation_failures",
+]
 
 CLIENT_CHECKS = (
     "answered_once",
@@ -115,20 +123,14 @@ def check_client(
     """Every client invariant ``rounds`` (a session's model requests, see
     :func:`~openprogram_sim.wire._trace.build_trace`) break; ``leaks``: request number ->
     the header whose key its body holds."""
-    found: list[tuple[int, str, str]] = []
-    retries = 0
-    for k, r in enumerate(rounds):
-        prev = rounds[k - 1] if k else None
-        if prev is not None:
-            found += _answers(prev, r)
-            retries = retries + 1 if r.retry_of is not None else 0
-            found += _timing(prev, r, retries, checks.retries)
-        found += [(r.index, "no_unknown_result", _stray(s)) for s in r.strays]
-    for index, header in sorted(leaks.items()):
-        found.append(
-            (index, "no_key_in_body", f"the body holds the API key the client sent in {header}")
-        )
-    found.sort(key=lambda f: f[0])
+    found = client_violations(rounds, leaks, max_retries=checks.retries)
+    return violation_failures(found, label=label, checks=checks)
+
+
+def violation_failures(
+    violations: list[tuple[int, str, str]], *, label: str, checks: ClientChecks
+) -> list[Failure]:
+    """The :func:`client_violations` of the invariants ``checks`` keeps on, as failures."""
     return [
         Failure(
             f"client check {name} broken by request #{index}: {why}",
@@ -136,9 +138,41 @@ def check_client(
             f"{{{name}: false}}}})",
             f"{label}, request #{index}",
         )
-        for index, name, why in found
+        for index, name, why in violations
         if checks.on(name)
     ]
+
+
+def client_verdicts(violations: list[tuple[int, str, str]], checks: ClientChecks) -> dict[str, str]:
+    """Each invariant of :data:`CLIENT_CHECKS` as ``held``, ``broken`` or ``off``, given the
+    :func:`client_violations` of a session."""
+    broken = {name for _, name, _ in violations}
+    return {
+        name: "off" if not checks.on(name) else ("broken" if name in broken else "held")
+        for name in CLIENT_CHECKS
+    }
+
+
+def client_violations(
+    rounds: list[Round], leaks: Mapping[int, str], *, max_retries: int = DEFAULT_MAX_RETRIES
+) -> list[tuple[int, str, str]]:
+    """``(request number, invariant, why)`` for every break of an invariant, on or off, in
+    request order (``max_retries``: the retries in a row ``max_retries`` allows)."""
+    found: list[tuple[int, str, str]] = []
+    retries = 0
+    for k, r in enumerate(rounds):
+        prev = rounds[k - 1] if k else None
+        if prev is not None:
+            found += _answers(prev, r)
+            retries = retries + 1 if r.retry_of is not None else 0
+            found += _timing(prev, r, retries, max_retries)
+        found += [(r.index, "no_unknown_result", _stray(s)) for s in r.strays]
+    for index, header in sorted(leaks.items()):
+        found.append(
+            (index, "no_key_in_body", f"the body holds the API key the client sent in {header}")
+        )
+    found.sort(key=lambda f: f[0])
+    return found
 
 
 def _answers(prev: Round, r: Round) -> list[tuple[int, str, str]]:

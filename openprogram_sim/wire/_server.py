@@ -42,7 +42,7 @@ from openprogram_sim.wire._session import RequestCheck, Session, SessionReport
 if TYPE_CHECKING:
     from openprogram.providers import Provider
 
-__all__ = ["ServeReport", "WireServer", "serve"]
+__all__ = ["ReportWriter", "ServeReport", "WireServer", "serve"]
 
 _SDK_PATH = {
     "openai": "/v1",
@@ -133,6 +133,14 @@ class ServeReport:
     """The sessions checked, by label (ended sessions that passed as one count)."""
     model_calls: int = 0
     """Model calls over every session checked, ended ones included."""
+    sessions: list[SessionReport] = field(default_factory=list)
+    """Every session's report kept whole (live ones, then ended ones in the order they
+    ended, at most :data:`~openprogram_sim.wire._session.KEPT_SESSIONS` of those), each
+    with its compact trace: what the HTML report and the JUnit file show, one section or
+    test case each."""
+    sessions_dropped: int = 0
+    """Ended sessions past that cap (passing ones, or failing ones past their own cap):
+    counted in the verdict, without a section of their own."""
 
     @property
     def passed(self) -> bool:
@@ -146,6 +154,11 @@ class ServeReport:
 
     def render(self) -> str:
         return render_failures(self.failures)
+
+
+ReportWriter = Callable[[ServeReport], object]
+"""What :meth:`WireServer.check` hands its report to (``write=``): e.g.
+:func:`openprogram_sim.report.session_html`, which writes the HTML report."""
 
 
 class WireServer:
@@ -332,15 +345,40 @@ class WireServer:
         for report in self._reports(session):
             report.assert_consumed()
 
-    def check(self, session: str | None = None) -> ServeReport:
+    def check(
+        self,
+        session: str | None = None,
+        *,
+        write: ReportWriter | Iterable[ReportWriter] = (),
+    ) -> ServeReport:
         """Unserved turns, failed requests, and the request check (a scenario's
         ``expect.requests``) against what the clients sent: in ``session`` (given; live,
-        else as it ended), else in every session used, ended ones included."""
+        else as it ended), else in every session used, ended ones included.
+
+        ``write``: one or more writers, each called with the report (the files ``serve
+        --report`` and ``--junitxml`` write, from :mod:`openprogram_sim.report`)::
+
+            from openprogram_sim.report import session_html, session_junit
+
+            server.check(write=[session_html("report.html"), session_junit("junit.xml")])
+        """
         report = ServeReport()
-        for one in self._reports(session):
+        reports = self._reports(session)
+        for one in reports:
             report.add(one)
+        report.sessions = reports
         if session is None:
+            ended = self.app.ended
+            report.sessions = [r for r in reports if r.state == "live"] + ended.reports
+            report.sessions_dropped = ended.passing_dropped + ended.failing_dropped
             self._add_ended(report)
+        for writer in [write] if callable(write) else list(write):
+            if not callable(writer):
+                raise TypeError(
+                    f"check(write=) takes writers (callables given the report, such as "
+                    f"openprogram_sim.report.session_html(path)), got {writer!r}"
+                )
+            writer(report)
         return report
 
     def _add_ended(self, report: ServeReport) -> None:

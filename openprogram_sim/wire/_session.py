@@ -24,20 +24,44 @@ from typing import Any, Literal
 
 from openprogram_sim.models import Turn, WireFault, script_seed, session_seed
 from openprogram_sim.trace import Failure, render_failures
-from openprogram_sim.wire._client_checks import ClientChecks, check_client
+from openprogram_sim.wire._client_checks import (
+    ClientChecks,
+    client_verdicts,
+    client_violations,
+    violation_failures,
+)
 from openprogram_sim.wire._openai_responses import ResponseStore
 from openprogram_sim.wire._requests import read_messages, read_request
 from openprogram_sim.wire._scripted import WireRequest
-from openprogram_sim.wire._trace import Exchange, Served, SessionTrace, build_trace
+from openprogram_sim.wire._trace import (
+    KEPT_TEXT,
+    Exchange,
+    Round,
+    Served,
+    SessionTrace,
+    build_trace,
+    keep_trace,
+)
 
 __all__ = [
+    "KEPT_ROUNDS",
+    "KEPT_SESSIONS",
     "EndedSessions",
     "RequestCheck",
     "Session",
     "SessionCheck",
     "SessionReport",
     "TraceCheck",
+    "TraceDetails",
 ]
+
+KEPT_ROUNDS = 1000
+"""Model requests of one session whose facts (:attr:`SessionReport.rounds`) its report
+keeps; later ones are counted."""
+
+KEPT_SESSIONS = 1000
+"""Reports of ended sessions kept whole (with their timelines) for the final report: the
+first ones to end, then failing ones only (up to as many again)."""
 
 RequestCheck = Callable[[list[dict[str, Any]]], list[Failure]]
 """Checks what a session's client sent: each model call as the fields
@@ -47,6 +71,11 @@ RequestCheck = Callable[[list[dict[str, Any]]], list[Failure]]
 TraceCheck = Callable[[list[dict[str, Any]]], list[Failure]]
 """Checks a session's trace (:meth:`Session.trace`) to the failures found (a scenario's
 ``expect.trajectory`` and ``expect.properties``)."""
+
+TraceDetails = Callable[[list[dict[str, Any]]], dict[str, Any]]
+"""What a session's report keeps about its whole trace, as JSON-safe values, computed when
+it is checked (the HTML report's trajectory score and property verdicts:
+:func:`openprogram_sim.report.session_details`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,12 +90,38 @@ class SessionCheck:
     requests: RequestCheck | None = None
     trace: TraceCheck | None = None
     client: ClientChecks = field(default_factory=ClientChecks)
+    details: TraceDetails | None = None
+    """Kept in the report as :attr:`SessionReport.details` (the trace is not kept whole)."""
 
     def __call__(self, fields: list[dict[str, Any]]) -> list[Failure]:
         return self.requests(fields) if self.requests is not None else []
 
 
 SessionState = Literal["live", "ended", "expired"]
+
+
+@dataclass(slots=True)
+class _Checked:
+    failures: list[Failure]
+    client: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] | None = None
+
+
+def _served_facts(served: Served | None, cut: bool) -> dict[str, Any]:
+    if served is None:
+        return {"status": None, "stop": None, "failure": None, "error": None,
+                "retry_after": None, "calls": 0, "final": False}  # fmt: skip
+    failure = None
+    if served.failed:
+        failure = "http" if served.status >= 400 else ("cut" if cut else "stream")
+    error = served.error
+    if error is not None and len(error) > KEPT_TEXT:
+        error = error[:KEPT_TEXT] + "..."
+    return {
+        "status": served.status, "stop": served.stop_reason, "failure": failure,
+        "error": error, "retry_after": served.retry_after,
+        "calls": 0 if served.failed else len(served.calls), "final": served.final,
+    }  # fmt: skip
 
 
 class Session:
@@ -116,6 +171,9 @@ class Session:
         self._served: dict[int, Served] = {}
         self._leaks: dict[int, str] = {}
         self._whole: dict[int, Any] = {}
+        self._cuts: set[int] = set()
+        """Requests whose turn was planned to break its stream (a cut, a corrupt chunk,
+        ``truncate``, ``hang``, ``raise``)."""
         self.responses = ResponseStore()
         """The Responses it served, for ``previous_response_id``."""
         self._lock = threading.Lock()
@@ -163,6 +221,8 @@ class Session:
                 return None
             turn, fault = self.script[self.served % total]
             self.served += 1
+            if turn.fault is not None or fault.cut_after is not None or fault.corrupt_chunk:
+                self._cuts.add(request.index)
             turn, option = turn.draw(self._rng)
             if option is not None:
                 self.draws.append((self.served, option))
@@ -222,10 +282,13 @@ class Session:
         """The session's trace: what its client sent and what it was served, as the
         events our own loop's trace has (see :mod:`openprogram_sim.wire._trace`); calls
         recorded without their body (past ``keep_bodies``) are left out."""
+        return build_trace(self._exchanges())
+
+    def _exchanges(self) -> list[Exchange]:
         keep = self.keep_bodies
         with self._lock:
             calls = [self._requests[i] for i in self._calls]
-            exchanges = [
+            return [
                 Exchange(
                     index=r.index,
                     arrived=self._arrived.get(r.index, 0.0),
@@ -235,32 +298,37 @@ class Session:
                 for r in calls
                 if keep is None or r.index <= keep
             ]
-        return build_trace(exchanges)
 
-    def _checked(self, check: RequestCheck | None) -> list[Failure]:
+    def _checked(self, check: RequestCheck | None, built: SessionTrace) -> _Checked:
         """The request check, the trace check and the client invariants."""
-        found = check(self.request_fields()) if check is not None else []
+        out = _Checked(failures=check(self.request_fields()) if check is not None else [])
         if isinstance(check, SessionCheck):
-            trace_check, client = check.trace, check.client
+            trace_check, client, details = check.trace, check.client, check.details
         else:
-            trace_check, client = None, ClientChecks()
-        built = self.trace()
-        if trace_check is not None and not (self.name is None and self.cycle):
-            # (the default session of a cycling server is a load test's many runs in one)
-            found += trace_check(built.trace)
+            trace_check, client, details = None, ClientChecks(), None
+        many_runs = self.name is None and self.cycle
+        # (the default session of a cycling server is a load test's many runs in one)
+        if trace_check is not None and not many_runs:
+            out.failures += trace_check(built.trace)
+        if details is not None and not many_runs:
+            out.details = details(built.trace)
         if self.name is None:
-            return found  # the default session is shared: its requests are many clients'
+            return out  # the default session is shared: its requests are many clients'
         with self._lock:
             leaks = dict(self._leaks)
-        found += check_client(built.rounds, leaks, label=self.label, checks=client)
-        return found
+        found = client_violations(built.rounds, leaks, max_retries=client.retries)
+        out.failures += violation_failures(found, label=self.label, checks=client)
+        out.client = client_verdicts(found, client)
+        return out
 
     def report(
         self, check: RequestCheck | None = None, state: SessionState = "live"
     ) -> SessionReport:
         """This session checked: failed requests, turns never requested and, given a
         request check, what the client sent against it; its trace against a
-        :class:`SessionCheck`'s trace check; and the client invariants."""
+        :class:`SessionCheck`'s trace check; and the client invariants. The report keeps
+        a compact copy of the trace (:func:`~openprogram_sim.wire._trace.keep_trace`) and
+        the facts of each request (:meth:`round_facts`), for the HTML report."""
         errors = self.errors
         calls = len(self.calls)
         unconsumed = self.unconsumed
@@ -273,13 +341,70 @@ class Session:
                     "remove them, or check why the client stopped early",
                 )
             )
-        failures += self._checked(check)
+        built = self.trace()
+        checked = self._checked(check, built)
+        failures += checked.failures
+        kept = keep_trace(built.trace)
         return SessionReport(
             name=self.name, state=state, turns=len(self.script), served=self.served,
             unconsumed=unconsumed, model_calls=calls, requests=len(self.requests),
             disconnects=self.disconnects, errors=errors, failures=failures,
             seed=self.seed if self.draws else None, draws=list(self.draws),
+            trace=kept.entries, numbers=kept.numbers, trace_dropped=kept.dropped,
+            rounds=self.round_facts(built.rounds),
+            rounds_dropped=max(0, len(built.rounds) - KEPT_ROUNDS),
+            client=checked.client, details=checked.details, duration=self._duration(),
         )  # fmt: skip
+
+    def round_facts(self, rounds: Sequence[Round]) -> list[dict[str, Any]]:
+        """What the trace's events cannot say of each model request (the first
+        :data:`KEPT_ROUNDS`), as JSON values: ``request`` (its number), ``round``,
+        ``api``, ``stream``, ``at`` (seconds since the session's first request),
+        ``waited`` (seconds since the previous answer ended), ``status``, ``stop``,
+        ``failure`` (``http``: an error status; ``cut``: a stream broken off; ``stream``:
+        an error inside a 200 answer; None), ``error``, ``retry_after``, ``retry_of``,
+        ``new_user``, ``calls`` (served), ``answered`` (results this request carries for
+        each call of the previous answer), ``strays``, ``final`` and ``previous_response``
+        (the body named a ``previous_response_id`` the session expanded)."""
+        with self._lock:
+            requests = {r.index: r for r in self._requests}
+            cuts, whole = set(self._cuts), set(self._whole)
+        start = rounds[0].exchange.arrived if rounds else 0.0
+        out: list[dict[str, Any]] = []
+        prev: Served | None = None
+        for r in rounds[:KEPT_ROUNDS]:
+            ex, served = r.exchange, r.exchange.served
+            request = requests.get(ex.index)
+            waited = None
+            if prev is not None and prev.ended is not None:
+                waited = round(ex.arrived - prev.ended, 4)
+            out.append(
+                {
+                    "request": ex.index,
+                    "round": r.round,
+                    "api": request.api if request is not None else None,
+                    "stream": bool(request.stream) if request is not None else None,
+                    "at": round(ex.arrived - start, 4),
+                    "waited": waited,
+                    **_served_facts(served, ex.index in cuts),
+                    "retry_of": r.retry_of,
+                    "new_user": r.new_user,
+                    "answered": [r.answered[i] for i in sorted(r.answered)],
+                    "strays": len(r.strays),
+                    "previous_response": ex.index in whole,
+                }
+            )
+            prev = served
+        return out
+
+    def _duration(self) -> float:
+        """Seconds from the first request to the last answer's end (0: none)."""
+        with self._lock:
+            arrived = list(self._arrived.values())
+            ended = [s.ended for s in self._served.values() if s.ended is not None]
+        if not arrived:
+            return 0.0
+        return round(max([*arrived, *ended]) - min(arrived), 4)
 
     def assert_consumed(self) -> None:
         """Raise ``AssertionError`` if a request failed or a turn was never served."""
@@ -336,6 +461,27 @@ class SessionReport:
     """The seed the session drew its ``one_of`` turns from (None: it served none)."""
     draws: list[tuple[int, int]] = field(default_factory=list)
     """Each ``one_of`` turn served: (turn number served, option drawn from 0)."""
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    """A compact copy of the session's trace for its timeline (see
+    :func:`~openprogram_sim.wire._trace.keep_trace`): no ``message_start``, strings cut at
+    :data:`~openprogram_sim.wire._trace.KEPT_TEXT` characters, about
+    :data:`~openprogram_sim.wire._trace.KEPT_TRACE_BYTES` bytes at most."""
+    numbers: list[int] = field(default_factory=list)
+    """Each kept entry's position in the whole trace (the ``#N`` the failures name)."""
+    trace_dropped: int = 0
+    """Entries of the trace past the cap, not kept."""
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    """The facts of each model request the events do not carry (retries, waits, failures
+    served, results per call): :meth:`Session.round_facts`."""
+    rounds_dropped: int = 0
+    """Model requests past :data:`KEPT_ROUNDS`, whose facts were not kept."""
+    client: dict[str, str] = field(default_factory=dict)
+    """Each client invariant: ``held``, ``broken`` or ``off`` (empty: not checked, as on
+    the default session)."""
+    details: dict[str, Any] | None = None
+    """What the :class:`SessionCheck`'s ``details`` made of the whole trace (None: none)."""
+    duration: float = 0.0
+    """Seconds from the session's first request to its last answer's end."""
 
     @property
     def passed(self) -> bool:
@@ -390,9 +536,11 @@ class SessionReport:
 class EndedSessions:
     """What the server keeps of sessions that ended, bounded however many there were:
     the report of every failing one (the first ``keep``; the rest are counted), the most
-    recent ``keep`` reports by name (``GET /s/{name}`` after the end), and totals."""
+    recent ``keep`` reports by name (``GET /s/{name}`` after the end), the reports of the
+    first ``keep`` sessions to end, passing or not, for the final HTML report
+    (:attr:`reports`), and totals. A report keeps a compact trace, not the requests."""
 
-    def __init__(self, keep: int = 1000) -> None:
+    def __init__(self, keep: int = KEPT_SESSIONS) -> None:
         self.keep = keep
         self.count = 0
         """Sessions ended."""
@@ -400,7 +548,10 @@ class EndedSessions:
         self.model_calls = 0
         self.failing_dropped = 0
         """Failing sessions whose reports were not kept (beyond ``keep``)."""
+        self.passing_dropped = 0
+        """Passing sessions whose reports are not among :attr:`reports` (beyond ``keep``)."""
         self._failing: list[SessionReport] = []
+        self._reports: list[SessionReport] = []
         self._recent: OrderedDict[str | None, SessionReport] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -408,12 +559,18 @@ class EndedSessions:
         with self._lock:
             self.count += 1
             self.model_calls += report.model_calls
+            kept_failing = False
             if report.passed:
                 self.passed += 1
             elif len(self._failing) < self.keep:
                 self._failing.append(report)
+                kept_failing = True
             else:
                 self.failing_dropped += 1
+            if self.count <= self.keep or kept_failing:
+                self._reports.append(report)
+            elif report.passed:
+                self.passing_dropped += 1
             self._recent.pop(report.name, None)
             self._recent[report.name] = report
             if len(self._recent) > self.keep:
@@ -429,3 +586,10 @@ class EndedSessions:
         """The failing sessions' reports kept, in the order they ended."""
         with self._lock:
             return list(self._failing)
+
+    @property
+    def reports(self) -> list[SessionReport]:
+        """The reports kept for the final report, in the order the sessions ended: the
+        first ``keep`` to end, and every failing one kept after them."""
+        with self._lock:
+            return list(self._reports)

@@ -25,19 +25,35 @@ is kept per round in :class:`Round`, which the client checks read
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "KEPT_TEXT",
+    "KEPT_TRACE_BYTES",
     "Exchange",
+    "KeptTrace",
     "Round",
     "Served",
     "ServedCall",
     "SessionTrace",
     "build_trace",
     "call_ident",
+    "keep_trace",
 ]
+
+KEPT_TEXT = 2000
+"""Characters of one string (a text, a result, an argument) a session's report keeps; the
+rest is cut, with a note of how much."""
+
+KEPT_TRACE_BYTES = 64 * 1024
+"""Bytes of trace (as JSON) a session's report keeps for its timeline; entries past it are
+counted, not kept."""
+
+_LEFT_OUT = frozenset({"message_start", "message_update"})
+"""Entries a kept trace leaves out (the ``message_end`` carries the same fields)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,3 +291,51 @@ class _Builder:
                   "tool_name": call.name, "is_error": is_error, "skipped": False}  # fmt: skip
         self.emit("message_start", **fields)
         self.emit("message_end", **fields)
+
+
+@dataclass(slots=True, kw_only=True)
+class KeptTrace:
+    """What a session's report keeps of its trace: the entries the timeline draws, each
+    string cut at :data:`KEPT_TEXT` characters, until :data:`KEPT_TRACE_BYTES`."""
+
+    entries: list[dict[str, Any]]
+    numbers: list[int]
+    """Each kept entry's position in the whole trace (the ``#N`` failures name)."""
+    dropped: int = 0
+    """Entries past the byte budget, not kept (``message_start``/``message_update`` are
+    left out by design and not counted)."""
+
+
+def _cut(value: Any, limit: int) -> Any:
+    """``value`` with every string longer than ``limit`` cut, saying how much was."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return f"{value[:limit]}... [{len(value) - limit} more characters not kept]"
+    if isinstance(value, dict):
+        return {str(k): _cut(v, limit) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut(v, limit) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return _cut(str(value), limit)
+
+
+def keep_trace(
+    trace: Sequence[dict[str, Any]], *, text: int = KEPT_TEXT, budget: int = KEPT_TRACE_BYTES
+) -> KeptTrace:
+    """The part of ``trace`` a session's report keeps (see :class:`KeptTrace`): JSON-safe,
+    and at most about ``budget`` bytes however long the session was."""
+    kept = KeptTrace(entries=[], numbers=[])
+    used = 0
+    for i, entry in enumerate(trace):
+        if entry.get("type") in _LEFT_OUT:
+            continue
+        if used >= budget:
+            kept.dropped += 1
+            continue
+        small = _cut(entry, text)
+        used += len(json.dumps(small, ensure_ascii=False, default=str))
+        kept.entries.append(small)
+        kept.numbers.append(i)
+    return kept
