@@ -4,7 +4,9 @@ Each run is ROUNDS model calls: ROUNDS-1 rounds that call one trivial tool, then
 reply. The model is scripted (no network, no tokens), so what is measured is the engine:
 streaming the reply through its events, validating arguments, running the tool, feeding the
 result back. Reported: microseconds per round, the best of REPEATS batches (on a shared
-machine the fastest batch is the one least disturbed by other work) and the median.
+machine the fastest batch is the one least disturbed by other work) and the median, and
+each subject's ratio to the bare loop. The subjects' batches are interleaved (repeat r of
+every subject, then repeat r+1), so load on a shared machine lands on all of them alike.
 
     python bench/loop_overhead.py            # prints a table
     python bench/loop_overhead.py --json     # machine-readable
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import sys
@@ -166,16 +169,12 @@ def _pydantic_ai() -> Callable[[], Awaitable[int]] | None:
     return run
 
 
-async def _measure(run: Callable[[], Awaitable[int]]) -> tuple[float, float]:
-    rounds = await run()  # warm-up, and a check that the run did what we think
-    assert rounds == ROUNDS, f"expected {ROUNDS} rounds, got {rounds}"
-    samples = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        for _ in range(RUNS_PER_BATCH):
-            await run()
-        samples.append((time.perf_counter() - start) / (RUNS_PER_BATCH * ROUNDS) * 1e6)
-    return min(samples), statistics.median(samples)
+async def _batch(run: Callable[[], Awaitable[int]]) -> float:
+    """Microseconds per round over one batch of RUNS_PER_BATCH runs."""
+    start = time.perf_counter()
+    for _ in range(RUNS_PER_BATCH):
+        await run()
+    return (time.perf_counter() - start) / (RUNS_PER_BATCH * ROUNDS) * 1e6
 
 
 SUBJECTS: dict[str, Callable[[], Callable[[], Awaitable[int]] | None]] = {
@@ -187,33 +186,69 @@ SUBJECTS: dict[str, Callable[[], Callable[[], Awaitable[int]] | None]] = {
     "pydantic-ai Agent.run (FunctionModel)": _pydantic_ai,
 }
 
+FLOOR = "bare hand-written loop"
 
-async def main_async() -> dict[str, tuple[float, float]]:
-    results = {}
+
+async def measure() -> dict[str, list[float]]:
+    """Every subject's batches, interleaved: repeat r of each subject runs right after
+    repeat r of the one before it, so a burst of load on the shared machine hits them all
+    alike and the ratios of one repeat compare like with like."""
+    runs = {}
     for name, make in SUBJECTS.items():
         run = make()
         if run is not None:
-            results[name] = await _measure(run)
-    return results
+            rounds = await run()  # warm-up, and a check that the run did what we think
+            assert rounds == ROUNDS, f"{name}: expected {ROUNDS} rounds, got {rounds}"
+            runs[name] = run
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(REPEATS):
+        for name, run in runs.items():
+            samples[name].append(await _batch(run))
+    return samples
+
+
+def summarize(samples: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """Per subject: the best and the median batch (us per round), and its ratio to the
+    floor: best over best, and the median of the per-repeat ratios."""
+    floor = samples[FLOOR]
+    out = {}
+    for name, values in samples.items():
+        out[name] = {
+            "best_us": min(values),
+            "median_us": statistics.median(values),
+            "x_floor_best": min(values) / min(floor),
+            "x_floor_median": statistics.median(v / f for v, f in zip(values, floor, strict=True)),
+        }
+    return out
+
+
+async def main_async() -> dict[str, tuple[float, float]]:
+    """(best, median) us per round per subject (see :func:`measure`)."""
+    stats = summarize(await measure())
+    return {k: (v["best_us"], v["median_us"]) for k, v in stats.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = asyncio.run(main_async())
+    stats = summarize(asyncio.run(measure()))
+    load = os.getloadavg()[0]
     if args.json:
-        data = {k: {"best_us": b, "median_us": m} for k, (b, m) in results.items()}
-        print(json.dumps({"us_per_round": data, "python": sys.version.split()[0]}))
+        print(json.dumps({"us_per_round": stats, "load_average": load,
+                          "python": sys.version.split()[0]}))  # fmt: skip
         return
-    print(f"loop overhead per round, {ROUNDS} rounds/run, Python {platform.python_version()}")
-    bare = results["bare hand-written loop"][0]
-    peer = results.get("pydantic-ai Agent.run (FunctionModel)", (0.0, 0.0))[0]
-    print(f"  {'':58s} {'best':>9s} {'median':>9s}  {'x bare':>7s}  {'peer/x':>7s}")
-    for name, (best, median) in results.items():
+    print(f"loop overhead per round, {ROUNDS} rounds/run, Python {platform.python_version()}, "
+          f"load average {load:.2f}")  # fmt: skip
+    peer = stats.get("pydantic-ai Agent.run (FunctionModel)", {}).get("best_us", 0.0)
+    print(f"  {'':58s} {'best':>9s} {'median':>9s}  {'x floor':>15s}  {'peer/x':>7s}")
+    for name, row in stats.items():
+        best, median = row["best_us"], row["median_us"]
         ratio = f"{peer / best:7.0f}" if peer else "      -"
-        print(f"  {name:58s} {best:7.1f}us {median:7.1f}us  {best / bare:7.1f}  {ratio}")
-    print("  (x bare: times the bare loop; peer/x: how many times faster than pydantic-ai)")
+        x = f"{row['x_floor_best']:6.1f} / {row['x_floor_median']:6.1f}"
+        print(f"  {name:58s} {best:7.1f}us {median:7.1f}us  {x:>15s}  {ratio}")
+    print("  (x floor: times the bare loop, best over best / median of the per-repeat ratios;")
+    print("   peer/x: how many times faster than pydantic-ai)")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,15 @@ JSON object as the last line of its output. Rows:
   ``pydantic_ai_us_per_round``: the loop's overhead per round (``bench/loop_overhead.py``):
   a bare hand-written loop, ``Agent`` with a minimal provider, ``Runtime.aexec`` with the
   scripted model, pydantic-ai's ``Agent.run`` (null when pydantic-ai is not installed);
+  ``loop_x_floor`` / ``loop_minimal_x_floor``: those two against the bare loop measured
+  interleaved with them (best over best; ``*_median``: the median of per-repeat ratios);
+- ``history_*``: ``Runtime.aexec`` continuing a history of 10 and of 5,000 messages
+  (``bench/history_cost.py``): ``history_round_us_*`` the time from one model call to the
+  next, ``history_round_ratio`` 5,000 against 10; ``history_exec_*`` the whole exec per
+  round (what an exec pays once for its history included);
+- ``nested_*``: a chain of nested execs (``bench/nested_exec.py``): microseconds per level
+  with a sync tool calling ``exec`` and with an async tool awaiting ``aexec``, their ratio,
+  and the threads the sync chain started beyond those alive before it;
 - ``scenarios_per_s``: load + validate + run + check, in-process on one core, over a library
   of 1,200 scenario files (``scenarios/`` copied until there are that many);
 - ``cli_library_s``: ``openprogram-sim run scenarios/`` wall time, start-up included (best
@@ -84,14 +93,56 @@ def part_loop(quick: bool) -> dict[str, Any]:
 
     if quick:
         loop_overhead.REPEATS = 5
-    results = asyncio.run(loop_overhead.main_async())
+    stats = loop_overhead.summarize(asyncio.run(loop_overhead.measure()))
     pick = {
-        "floor_us_per_round": "bare hand-written loop",
-        "loop_minimal_us_per_round": "openprogram Agent.prompt (minimal provider)",
-        "loop_us_per_round": "openprogram Runtime.aexec (ScriptedModel)",
-        "pydantic_ai_us_per_round": "pydantic-ai Agent.run (FunctionModel)",
+        "floor": "bare hand-written loop",
+        "loop_minimal": "openprogram Agent.prompt (minimal provider)",
+        "loop": "openprogram Runtime.aexec (ScriptedModel)",
+        "pydantic_ai": "pydantic-ai Agent.run (FunctionModel)",
     }
-    return {k: round(results[v][0], 2) if v in results else None for k, v in pick.items()}
+    rows: dict[str, Any] = {}
+    for key, name in pick.items():
+        row = stats.get(name)
+        rows[f"{key}_us_per_round"] = round(row["best_us"], 2) if row else None
+        if key in ("loop", "loop_minimal") and row:
+            rows[f"{key}_x_floor"] = round(row["x_floor_best"], 1)
+            rows[f"{key}_x_floor_median"] = round(row["x_floor_median"], 1)
+    return rows
+
+
+def part_history(quick: bool) -> dict[str, Any]:
+    import asyncio
+
+    sys.path.insert(0, str(BENCH))
+    import history_cost
+
+    rows = history_cost.summarize(asyncio.run(history_cost.measure(8 if quick else 30)))
+    per_round, per_exec = rows["round"], rows["exec"]
+    return {
+        "history_round_us_10": round(per_round["best_us_10"], 2),
+        "history_round_us_5000": round(per_round["best_us_5000"], 2),
+        "history_round_ratio": round(per_round["ratio_best"], 2),
+        "history_round_ratio_median": round(per_round["ratio_median"], 2),
+        "history_exec_us_per_round_10": round(per_exec["best_us_10"], 2),
+        "history_exec_us_per_round_5000": round(per_exec["best_us_5000"], 2),
+        "history_exec_ratio": round(per_exec["ratio_best"], 2),
+    }
+
+
+def part_nested(quick: bool) -> dict[str, Any]:
+    import asyncio
+
+    sys.path.insert(0, str(BENCH))
+    import nested_exec
+
+    row = nested_exec.summarize(*asyncio.run(nested_exec.measure(10 if quick else 40)))
+    return {
+        "nested_sync_us_per_level": round(row["sync_best_us"], 2),
+        "nested_async_us_per_level": round(row["async_best_us"], 2),
+        "nested_sync_ratio": round(row["ratio_best"], 2),
+        "nested_sync_ratio_median": round(row["ratio_median"], 2),
+        "nested_sync_extra_threads": row["extra_threads"],
+    }
 
 
 def part_scenarios(quick: bool) -> dict[str, Any]:
@@ -325,6 +376,8 @@ def part_cassette(quick: bool) -> dict[str, Any]:
 
 PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "loop": part_loop,
+    "history": part_history,
+    "nested": part_nested,
     "scenarios": part_scenarios,
     "cli": part_cli,
     "plugin": part_plugin,
@@ -339,6 +392,11 @@ PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
 # --------------------------------------------------------------------------- report
 
 GOALS = {
+    "loop_x_floor": ("≤ 20x", lambda v: v <= 20),
+    "loop_minimal_x_floor": ("≤ 10x", lambda v: v <= 10),
+    "history_round_ratio": ("≤ 1.3x", lambda v: v <= 1.3),
+    "nested_sync_ratio": ("≤ 2x", lambda v: v <= 2),
+    "nested_sync_extra_threads": ("0", lambda v: v == 0),
     "scenarios_per_s": ("≥ 1,000", lambda v: v >= 1000),
     "cli_library_s": ("< 1 s", lambda v: v < 1),
     "plugin_overhead_ms_per_item": ("< 1 ms", lambda v: v < 1),
