@@ -1,23 +1,123 @@
-"""Anthropic Messages: ``POST /v1/messages`` as the API answers it."""
+"""Anthropic Messages: ``POST /v1/messages`` as the API answers it, and the message threads
+a session keeps for the ``thread`` field (:class:`ThreadStore`)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from openprogram.types import Usage
 from openprogram_sim.wire._errors import error_kind
 from openprogram_sim.wire._plan import (
+    JSON_TYPE,
     SSE_UTF8,
     Plan,
     WireResponse,
     cut_short,
     json_response,
+    json_text,
     not_object,
     signature,
     sse_event,
 )
+from openprogram_sim.wire._trace import Served
 
-__all__ = ["encode_anthropic"]
+__all__ = ["THREADS_BETA", "ThreadRefused", "ThreadStore", "encode_anthropic", "message_id"]
+
+THREADS_BETA = "message-threads-2026-08-12"
+"""The ``anthropic-beta`` value of message threads (the SDK's tool runner sends it)."""
+
+_CREATE_ONLY = ("system", "tools")
+"""What a thread keeps from the request that created it: a ``continue`` sends neither."""
+
+
+def message_id(seq: int) -> str:
+    """The id of message ``seq`` (its request's number in the session)."""
+    return f"msg_wire{seq}"
+
+
+class ThreadRefused(Exception):
+    """A request's ``thread`` the session cannot take: a ``continue`` from a message it holds
+    no thread for (``thread_not_found``, on which the SDK sends the whole history again
+    under a new thread), or a malformed ``thread`` field."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+
+    def answer(self) -> WireResponse:
+        """The API's error shape, with ``error.details.error_code`` when there is one."""
+        kind, _ = error_kind("anthropic", self.status)
+        error: dict[str, Any] = {"type": kind, "message": self.message}
+        if self.code is not None:
+            error["details"] = {"error_code": self.code}
+        body = {"type": "error", "error": error, "request_id": "req_wire"}
+        headers = {"content-type": JSON_TYPE, "x-should-retry": "false"}
+        return WireResponse(self.status, headers, [json_text(body).encode()])
+
+
+class ThreadStore:
+    """A session's message threads: each message it served on a thread (``thread: {"type":
+    "create"}``, or a ``continue``) as the whole conversation it ends, with the ``system``
+    and ``tools`` the thread was created with. A ``continue`` that sends only the new
+    messages is then read as the whole request a client without threads sends."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, dict[str, Any]] = {}
+
+    def expand(self, body: dict[str, Any], label: str) -> dict[str, Any]:
+        """``body`` as the whole conversation: a ``continue``'s messages preceded by the
+        thread's, its ``system`` and ``tools`` the thread's (``body`` itself when it
+        starts a thread or names none); raises :class:`ThreadRefused`."""
+        thread = body.get("thread")
+        if thread is None:
+            return body
+        kind = thread.get("type") if isinstance(thread, dict) else None
+        if kind == "create":
+            return body
+        if kind != "continue":
+            raise ThreadRefused(
+                400, f"thread: {json.dumps(thread)} is not a thread; send {{\"type\": "
+                '"create"} or {"type": "continue", "previous_message_id": "msg_..."}',
+            )  # fmt: skip
+        repeated = [f for f in _CREATE_ONLY if f in body]
+        if repeated:
+            fields = " and ".join(f"`{f}`" for f in repeated)
+            raise ThreadRefused(
+                400, f"{fields} cannot be sent on a thread `continue`: the thread keeps the "
+                "ones it was created with; start a new thread (`create`) to change them",
+            )  # fmt: skip
+        previous = thread.get("previous_message_id")
+        kept = self._kept.get(str(previous))
+        if kept is None:
+            raise ThreadRefused(
+                404, f"Thread message {previous!r} not found. (openprogram-sim: {label} holds "
+                "no thread ending in that message; it keeps the messages it served on a "
+                "thread, ids msg_wire1, msg_wire2, ... by request. The SDK sends the whole "
+                "history again under a new thread; tool_runner(..., thread=False) sends it "
+                "every turn)", code="thread_not_found",
+            )  # fmt: skip
+        messages = body.get("messages")
+        new = list(messages) if isinstance(messages, list) else []
+        return {**body, **kept["fields"], "messages": [*kept["messages"], *new]}
+
+    def keep(self, seq: int, body: dict[str, Any], served: Served) -> None:
+        """Keep message ``seq``, answered to ``body`` (expanded) on a thread, unless the
+        answer failed (the server holds no turn it did not finish)."""
+        if not isinstance(body.get("thread"), dict) or served.failed:
+            return
+        content: list[dict[str, Any]] = []
+        if served.text:
+            content.append({"type": "text", "text": served.text})
+        for c in served.calls:
+            content.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.args})
+        messages = body.get("messages")
+        history = list(messages) if isinstance(messages, list) else []
+        fields = {f: body[f] for f in _CREATE_ONLY if f in body}
+        reply = {"role": "assistant", "content": content}
+        self._kept[message_id(seq)] = {"messages": [*history, reply], "fields": fields}
 
 
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
@@ -51,7 +151,7 @@ def encode_anthropic(plan: Plan, *, stream: bool) -> WireResponse:
     ``tool_use`` with ``input_json_delta`` pieces), ``message_delta``, ``message_stop``.
     An in-stream failure is ``event: error`` and the connection closes."""
     message: dict[str, Any] = {
-        "id": f"msg_wire{plan.seq}",
+        "id": message_id(plan.seq),
         "type": "message",
         "role": "assistant",
         "model": plan.model,

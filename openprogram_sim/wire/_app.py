@@ -25,6 +25,7 @@ import json
 import re
 import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -34,6 +35,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import Turn, TurnLike, WireFault, split_turn
+from openprogram_sim.wire._anthropic import ThreadRefused, ThreadStore
 from openprogram_sim.wire._delivering import (
     BodyTooLarge,
     ClientGone,
@@ -326,6 +328,8 @@ class WireApp:
         self._sessions: dict[str | None, Session] = {}
         self._scripts: dict[str, list[tuple[Turn, WireFault]]] = {}
         """Scripts given to sessions not yet opened (:meth:`open_session`)."""
+        self._threads: weakref.WeakKeyDictionary[Session, ThreadStore] = weakref.WeakKeyDictionary()
+        """Each session's Anthropic message threads (:meth:`threads`)."""
         self._named = 0
         self._next_sweep = 0.0
         self._lock = threading.Lock()
@@ -356,6 +360,15 @@ class WireApp:
             return found
         with self._lock:
             return self._make(name, self.clock())
+
+    def threads(self, session: Session) -> ThreadStore:
+        """The Anthropic message threads ``session`` holds (made on first use; they go
+        with the session)."""
+        with self._lock:
+            found = self._threads.get(session)
+            if found is None:
+                found = self._threads[session] = ThreadStore()
+            return found
 
     def open_session(
         self, name: str, turns: Iterable[TurnLike | tuple[TurnLike, WireFault]]
@@ -763,15 +776,13 @@ class _ModelCall:
         problem = _malformed(api, body)
         if problem is not None:
             return self._fail(session, 400, f"request #{request.index} ({api}): {problem}"), None
-        whole = body
-        if api == "openai-responses":
-            try:
-                whole = session.responses.expand(body, session.label)
-            except UnknownResponse as exc:
-                self._fail(session, 400, f"request #{request.index} ({api}): {exc.message}")
-                return Delivery(response=exc.answer()), None
-            if whole is not body:
-                session.whole_body(request, whole)
+        try:
+            whole = self._whole(session, body)
+        except (UnknownResponse, ThreadRefused) as exc:
+            self._fail(session, 400, f"request #{request.index} ({api}): {exc.message}")
+            return Delivery(response=exc.answer()), None
+        if whole is not body:
+            session.whole_body(request, whole)
         taken = session.take(request)
         if taken is None:
             message = (
@@ -803,8 +814,19 @@ class _ModelCall:
             served = _served(api, turn, delivery, request.index)
             if api == "openai-responses":
                 session.responses.keep(request.index, whole, served)
+            elif api == "anthropic":
+                self.app.threads(session).keep(request.index, whole, served)
         session.served_with(request, served)
         return delivery, served
+
+    def _whole(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as the whole conversation, on the APIs whose server keeps one: OpenAI
+        Responses' ``previous_response_id``, Anthropic's message ``thread``."""
+        if self.api == "openai-responses":
+            return session.responses.expand(body, session.label)
+        if self.api == "anthropic":
+            return self.app.threads(session).expand(body, session.label)
+        return body
 
     def _fail(self, session: Session, status: int, message: str) -> Delivery:
         session.fail(message)
