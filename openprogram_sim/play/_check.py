@@ -202,21 +202,49 @@ def _reached(outcome: RunOutcome, kind: str) -> str:
 
 def _check_calls(outcome: RunOutcome, out: list[Failure]) -> None:
     expect = outcome.scenario.expect
-    if expect.model_calls is not None and expect.model_calls != outcome.model_calls:
+    wanted, n = expect.model_calls, outcome.model_calls
+    if isinstance(wanted, int) and wanted != n:
         out.append(
             Failure(
-                f"the model was called {outcome.model_calls} times, expected {expect.model_calls}",
+                f"the model was called {n} times, expected {wanted}",
                 where=outcome.scenario.where("expect", "model_calls"),
             )
         )
-    if outcome.unconsumed:
+    elif wanted is not None and not isinstance(wanted, int) and not wanted.holds(n):
+        out.append(
+            Failure(
+                f"the model was called {n} time{'' if n == 1 else 's'}, expected {wanted}",
+                where=outcome.scenario.where("expect", "model_calls"),
+            )
+        )
+    if _unconsumed_turns(outcome):
         out.append(_unconsumed(outcome))
+
+
+def _judge_interactions(outcome: RunOutcome) -> set[int]:
+    """The interactions of a replayed cassette that a judge recorded (an eval sample's,
+    after its run's): not the run's to request."""
+    cassette = getattr(outcome.provider, "cassette", None)
+    meta = getattr(cassette, "metadata", None) or {}
+    judge = meta.get("judge") if isinstance(meta, dict) else None
+    found = judge.get("interactions") if isinstance(judge, dict) else None
+    return {int(i) - 1 for i in found if isinstance(i, int)} if isinstance(found, list) else set()
+
+
+def _unconsumed_turns(outcome: RunOutcome) -> int:
+    if not outcome.unconsumed:
+        return 0
+    judged = _judge_interactions(outcome)
+    if not judged:
+        return outcome.unconsumed
+    unplayed = getattr(getattr(outcome.provider, "cassette", None), "unplayed", [])
+    return len([i for i in unplayed if i not in judged])
 
 
 def _unconsumed(outcome: RunOutcome) -> Failure:
     """Turns never requested: scripted ones are the script's to remove; a cassette's
     interactions are the recording's, which a changed session records again."""
-    scenario, n, total = outcome.scenario, outcome.unconsumed, outcome.scripted_turns
+    scenario, n, total = outcome.scenario, _unconsumed_turns(outcome), outcome.scripted_turns
     cassette = getattr(scenario.model, "cassette", None)
     if cassette is None:
         return Failure(

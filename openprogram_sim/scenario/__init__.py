@@ -36,6 +36,7 @@ from openprogram_sim.scenario._python import (
 from openprogram_sim.scenario._resolve import resolve_python
 from openprogram_sim.scenario._schema import (
     AbortPoint,
+    CallRange,
     CassetteModel,
     ConversationStep,
     EventExpect,
@@ -44,6 +45,8 @@ from openprogram_sim.scenario._schema import (
     FollowUp,
     ForcedChoice,
     HistoryMessage,
+    JudgeCriterion,
+    JudgeSpec,
     MessageExpect,
     ModelTurn,
     RaisesSpec,
@@ -60,6 +63,7 @@ __all__ = [
     "MAX_BYTES",
     "STDLIB_SETTING",
     "AbortPoint",
+    "CallRange",
     "CassetteModel",
     "ConversationStep",
     "EventExpect",
@@ -68,6 +72,8 @@ __all__ = [
     "FollowUp",
     "ForcedChoice",
     "HistoryMessage",
+    "JudgeCriterion",
+    "JudgeSpec",
     "MessageExpect",
     "ModelTurn",
     "PythonRefError",
@@ -92,9 +98,10 @@ __all__ = [
 ]
 
 for _cls in (
-    AbortPoint, CassetteModel, ConversationStep, ExecArgs, Expect, FollowUp, ForcedChoice,
-    HistoryMessage, MessageExpect, ModelTurn, PythonRefError, RaisesSpec, RequestExpect,
-    Scenario, Steering, StepExecArgs, ToolDef, ToolOutcome,
+    AbortPoint, CallRange, CassetteModel, ConversationStep, ExecArgs, Expect, FollowUp,
+    ForcedChoice, HistoryMessage, JudgeCriterion, JudgeSpec, MessageExpect, ModelTurn,
+    PythonRefError, RaisesSpec, RequestExpect, Scenario, Steering, StepExecArgs, ToolDef,
+    ToolOutcome,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

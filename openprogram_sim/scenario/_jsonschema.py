@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openprogram_sim.scenario._schema import Scenario
+from openprogram_sim.scenario._schema import JudgeCriterion, Scenario
 from openprogram_sim.trace import EVENT_FIELDS, field_schema, rules_json_schema
 
 __all__ = ["json_schema"]
@@ -59,8 +59,11 @@ def _fill_placeholders(node: Any) -> None:
             else:
                 _fill_placeholders(value)
     elif isinstance(node, list):
-        for item in node:
-            _fill_placeholders(item)
+        for i, item in enumerate(node):
+            if isinstance(item, dict) and set(item) == {"x-placeholder"}:
+                node[i] = {"$ref": f"#/$defs/{item['x-placeholder']}"}
+            else:
+                _fill_placeholders(item)
 
 
 def json_schema() -> dict[str, Any]:
@@ -84,6 +87,7 @@ def json_schema() -> dict[str, Any]:
     for key in ("one_of", "wire"):  # an option holds neither (its validator refuses them)
         choice.pop(key, None)
     defs["Matcher"] = _MATCHER
+    defs["JudgeCriterion"] = JudgeCriterion.model_json_schema()  # criteria: text or this
     defs["ExpectedEvent"] = _expected_event()
     defs.update(rules_json_schema())  # PropertyRule: each rule, described with an example
     _fill_placeholders(schema)

@@ -24,6 +24,7 @@ from openprogram_sim.scenario._discover import CASSETTE_REASON
 from openprogram_sim.scenario._python import import_roots
 from openprogram_sim.scenario._schema import (
     AbortPoint,
+    CallRange,
     CassetteFault,
     CassetteModel,
     ConversationStep,
@@ -31,6 +32,8 @@ from openprogram_sim.scenario._schema import (
     Expect,
     FollowUp,
     HistoryMessage,
+    JudgeCriterion,
+    JudgeSpec,
     MessageExpect,
     ModelTurn,
     RequestExpect,
@@ -81,6 +84,17 @@ def where_of(path: tuple[Any, ...]) -> str:
     return out
 
 
+def _expect_key(names: list[str]) -> str:
+    """Which model's keys are allowed under ``expect.<names[1]>...``."""
+    if names[1:3] == ["judge", "criteria"]:
+        return "criteria"
+    if names[1] == "history":
+        return "expect_history"
+    if names[1] in ("requests", "judge", "model_calls"):
+        return names[1]
+    return "expect"
+
+
 def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
     """The keys allowed at ``path`` (for "did you mean" hints)."""
     targets: dict[str, type[BaseModel]] = {
@@ -98,6 +112,9 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         "expect_history": MessageExpect,
         "history": HistoryMessage,
         "abort": AbortPoint,
+        "judge": JudgeSpec,
+        "criteria": JudgeCriterion,
+        "model_calls": CallRange,
     }
     if path[:1] == ("conversation",):  # a step: its own keys, then the top level's
         return _fields_of(model, path[2:]) if len(path) > 2 else list(ConversationStep.model_fields)
@@ -116,10 +133,8 @@ def _fields_of(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
         key = "faults"
     elif names[0] == "model":
         key = "turn"
-    elif names[0] == "expect" and len(names) > 1 and names[1] == "requests":
-        key = "requests"
-    elif names[0] == "expect" and len(names) > 1 and names[1] == "history":
-        key = "expect_history"
+    elif names[0] == "expect" and len(names) > 1:
+        key = _expect_key(names)
     else:
         key = names[0]
     target = targets.get(key, model)

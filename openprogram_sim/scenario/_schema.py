@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -35,6 +36,7 @@ from openprogram_sim.trace import EVENT_FIELDS, Trajectory, check_rule, parse_pa
 
 __all__ = [
     "AbortPoint",
+    "CallRange",
     "CassetteFault",
     "CassetteModel",
     "ConversationStep",
@@ -43,6 +45,8 @@ __all__ = [
     "Expect",
     "FollowUp",
     "HistoryMessage",
+    "JudgeCriterion",
+    "JudgeSpec",
     "MessageExpect",
     "ModelChoice",
     "ModelTurn",
@@ -538,13 +542,182 @@ class RaisesSpec(_Model):
     message: str | None = Field(None, description="Text the error message contains.")
 
 
+class CallRange(_Model):
+    """``model_calls: {min: 1, max: 4}``: how many model calls, within bounds (either may
+    be left out; both count every depth)."""
+
+    min: int | None = Field(None, ge=0, description="At least this many model calls.")
+    max: int | None = Field(None, ge=0, description="At most this many model calls.")
+
+    @model_validator(mode="after")
+    def _a_range(self) -> CallRange:
+        if self.min is None and self.max is None:
+            raise ValueError("a range gives min:, max: or both, e.g. {min: 1, max: 4}")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(
+                f"min: {self.min} is above max: {self.max}; the range is empty (swap them?)"
+            )
+        return self
+
+    def holds(self, n: int) -> bool:
+        """Whether ``n`` model calls are within the range."""
+        return (self.min is None or n >= self.min) and (self.max is None or n <= self.max)
+
+    def __str__(self) -> str:
+        if self.max is None:
+            return f"at least {self.min}"
+        if self.min is None:
+            return f"at most {self.max}"
+        return f"between {self.min} and {self.max}"
+
+
+def _calls_tag(value: Any) -> str:
+    # Called on raw input when validating and on the model when serializing.
+    return "range" if isinstance(value, (dict, CallRange)) else "count"
+
+
+CallsField = Annotated[
+    Annotated[int, Tag("count")] | Annotated[CallRange, Tag("range")],
+    Discriminator(_calls_tag),
+]
+"""``model_calls:``: a number, or a range ``{min, max}``."""
+
+
+JUDGE_SCALE = (1, 5)
+"""The scores a judge gives each criterion (1: not at all, 5: fully)."""
+
+_CRITERION_NAME = r"^[A-Za-z0-9][\w.-]{0,63}$"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+_LOOPBACK_PATTERN = r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?([/?#].*)?$"
+
+
+def _a_criterion_name(value: str) -> str:
+    if not re.match(_CRITERION_NAME, value):
+        raise ValueError(
+            f"criterion name {value!r} is not a name: up to 64 letters, digits, _ . or -, "
+            "starting with a letter or digit (e.g. polite, names-the-status)"
+        )
+    return value
+
+
+class JudgeCriterion(_Model):
+    """One criterion of ``expect.judge``: what the judge reads the run for, and when it
+    passes."""
+
+    name: Annotated[str, AfterValidator(_a_criterion_name)] = Field(
+        description="Its name in the verdict and in the sample's checks (judge.NAME).",
+        json_schema_extra={"pattern": _CRITERION_NAME},
+    )
+    text: str = Field(min_length=1, description="What the run must do, as the judge reads it.")
+    min_score: int | None = Field(
+        None,
+        ge=JUDGE_SCALE[0],
+        le=JUDGE_SCALE[1],
+        description="Pass when the judge scores it at least this (1-5); default: when the "
+        "judge's verdict is pass.",
+    )
+
+    def passes(self, verdict: str, score: int) -> bool:
+        """The pass rule: ``score >= min_score`` when given, else ``verdict == "pass"``."""
+        return score >= self.min_score if self.min_score is not None else verdict == "pass"
+
+
+def _named_criteria(value: Any) -> Any:
+    """A criterion given as text is named by its place: ``c1``, ``c2``..."""
+    if not isinstance(value, list):
+        return value
+    return [
+        {"name": f"c{i + 1}", "text": c} if isinstance(c, str) else c for i, c in enumerate(value)
+    ]
+
+
+def _a_model_name(value: str) -> str:
+    provider, colon, model = value.partition(":")
+    if not (colon and provider and model):
+        raise ValueError(f"{value!r} is not PROVIDER:MODEL (e.g. openai:gpt-4o-mini)")
+    return value
+
+
+def _a_loopback_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{value!r} is not an http(s) URL, e.g. http://127.0.0.1:8400/v1")
+    if parts.hostname not in _LOOPBACK and f"[{parts.hostname}]" not in _LOOPBACK:
+        raise ValueError(
+            f"{value!r} is not on this machine: a scenario file may point the judge only at "
+            "a loopback address (127.0.0.1, localhost, ::1), since the judge's key goes "
+            "wherever it points; for another host set the adapter's variable "
+            "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL)"
+        )
+    return value
+
+
+class JudgeSpec(_Model):
+    """``expect.judge``: a model asked, after the run, for a verdict on each criterion
+    (one forced tool call at temperature 0), reading the prompt, the run's final text and
+    its tool calls with their arguments and results. Judged under ``openprogram-sim
+    eval``, recorded into each sample's cassette and replayed from it (docs/judge.md)."""
+
+    model: Annotated[str, AfterValidator(_a_model_name)] = Field(
+        description="The judge's adapter, PROVIDER:MODEL (its key from the usual variable, "
+        "e.g. OPENAI_API_KEY).",
+        json_schema_extra={"pattern": "^[^:]+:.+$"},
+    )
+    criteria: Annotated[
+        list[JudgeCriterion],
+        BeforeValidator(_named_criteria),
+        WithJsonSchema(
+            {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 20,
+                "items": {
+                    "anyOf": [
+                        {"type": "string", "minLength": 1},
+                        {"x-placeholder": "JudgeCriterion"},
+                    ]
+                },
+            }
+        ),
+    ] = Field(
+        min_length=1,
+        max_length=20,
+        description="What the run must do: each a text (named c1, c2...) or {name, text, "
+        "min_score}.",
+    )
+    rubric: str = Field(
+        "", description="Instructions the judge reads before the criteria (who the agent "
+        "is, what good looks like).",
+    )  # fmt: skip
+    base_url: Annotated[str, AfterValidator(_a_loopback_url)] | None = Field(
+        None,
+        description="The judge's endpoint on this machine (a proxy, the wire server); "
+        "{sample} is replaced by the sample's name. Default: the adapter's own (its "
+        "environment variable, else the provider's).",
+        json_schema_extra={"pattern": _LOOPBACK_PATTERN},
+    )
+
+    @model_validator(mode="after")
+    def _names_once(self) -> JudgeSpec:
+        seen: set[str] = set()
+        for c in self.criteria:
+            if c.name in seen:
+                raise ValueError(f"criterion name {c.name!r} is given twice; names are unique")
+            seen.add(c.name)
+        return self
+
+
 class Expect(_Model):
     result: Any = Field(None, description="What exec returned (a value or a matcher).")
     raises: bool | str | RaisesSpec = Field(
         False,
         description="true: exec must raise; text: its message contains it; or {type, message}.",
     )
-    model_calls: int | None = None
+    model_calls: CallsField | None = Field(
+        None,
+        description="All model calls, nested ones included: a number (what a script makes), "
+        "or a range {min: 1, max: 4} (what a real model may make).",
+    )
     requests: list[RequestExpect] = Field(default_factory=list)
     events: list[EventExpect] = Field(default_factory=list)
     events_mode: Literal["ordered", "exact", "unordered"] = "ordered"
@@ -575,6 +748,11 @@ class Expect(_Model):
         default_factory=list,
         description="Rules the trace must hold, that need no reference run: never, before, "
         "at_most, at_least, same_round, no_repeat, ends_with.",
+    )
+    judge: JudgeSpec | None = Field(
+        None,
+        description="A model's verdict on each criterion, after the run (under eval; "
+        "recorded and replayed with each sample's cassette; see docs/judge.md).",
     )
 
 
@@ -608,6 +786,16 @@ class ConversationStep(_Model):
         description="What this exec must do: its result, raises, events, requests and calls "
         "(counted within it), and the history it leaves.",
     )
+
+    @field_validator("expect")
+    @classmethod
+    def _judge_reads_the_whole_run(cls, value: Expect) -> Expect:
+        if value.judge is not None:
+            raise ValueError(
+                "judge: belongs to the top-level expect: (it reads the whole conversation's "
+                "final text and tool calls), not to a step's"
+            )
+        return value
 
 
 _IDENTIFIER = r"^[A-Za-z_]\w*$"
