@@ -47,7 +47,7 @@ from openprogram_sim.wire._delivering import (
 from openprogram_sim.wire._encode import served_call_ids
 from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._faults import Delivery, deliver
-from openprogram_sim.wire._openai_responses import UnknownResponse
+from openprogram_sim.wire._openai_responses import ResponsesRefused
 from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, json_text
 from openprogram_sim.wire._scripted import CREDENTIAL_HEADERS, mask_headers, mask_url
 from openprogram_sim.wire._session import (
@@ -778,7 +778,7 @@ class _ModelCall:
             return self._fail(session, 400, f"request #{request.index} ({api}): {problem}"), None
         try:
             whole = self._whole(session, body)
-        except (UnknownResponse, ThreadRefused) as exc:
+        except (ResponsesRefused, ThreadRefused) as exc:
             self._fail(session, 400, f"request #{request.index} ({api}): {exc.message}")
             return Delivery(response=exc.answer()), None
         if whole is not body:

@@ -21,7 +21,14 @@ from openprogram_sim.wire._plan import (
 )
 from openprogram_sim.wire._trace import Served
 
-__all__ = ["ResponseStore", "UnknownResponse", "encode_openai_responses", "response_id"]
+__all__ = [
+    "ResponseStore",
+    "ResponsesRefused",
+    "UnknownResponse",
+    "UnsupportedConversation",
+    "encode_openai_responses",
+    "response_id",
+]
 
 
 def response_id(seq: int) -> str:
@@ -29,25 +36,53 @@ def response_id(seq: int) -> str:
     return f"resp_wire{seq}"
 
 
-class UnknownResponse(Exception):
-    """A request's ``previous_response_id`` names no response the session keeps."""
+class ResponsesRefused(Exception):
+    """A request whose conversation the session cannot rebuild, answered with an error in
+    the API's shape (HTTP ``status``, ``type`` ``invalid_request_error``)."""
 
-    def __init__(self, previous: str, label: str) -> None:
-        super().__init__(previous)
-        self.previous = previous
-        self.message = (
-            f"Previous response with id {previous!r} not found. (openprogram-sim: {label} "
-            "served no response with that id, or served it under store: false; a session "
-            "keeps the responses it served, ids resp_wire1, resp_wire2, ... by request)"
-        )
+    def __init__(self, message: str, *, status: int, param: str, code: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.param = param
+        self.code = code
 
     def answer(self) -> WireResponse:
-        """The API's own error for it (HTTP 400, ``previous_response_not_found``)."""
         body = {"error": {"message": self.message, "type": "invalid_request_error",
-                          "param": "previous_response_id",
-                          "code": "previous_response_not_found"}}  # fmt: skip
+                          "param": self.param, "code": self.code}}  # fmt: skip
         headers = {"content-type": JSON_TYPE, "x-should-retry": "false"}
-        return WireResponse(400, headers, [json_text(body).encode()])
+        return WireResponse(self.status, headers, [json_text(body).encode()])
+
+
+class UnknownResponse(ResponsesRefused):
+    """A request's ``previous_response_id`` names no response the session keeps: the API's
+    own error (HTTP 400, ``previous_response_not_found``)."""
+
+    def __init__(self, previous: str, label: str) -> None:
+        self.previous = previous
+        super().__init__(
+            f"Previous response with id {previous!r} not found. (openprogram-sim: {label} "
+            "served no response with that id, or served it under store: false; a session "
+            "keeps the responses it served, ids resp_wire1, resp_wire2, ... by request)",
+            status=400, param="previous_response_id", code="previous_response_not_found",
+        )  # fmt: skip
+
+
+class UnsupportedConversation(ResponsesRefused):
+    """A request on an OpenAI Conversation (``conversation``), whose items live in the
+    Conversations API: the server keeps none, so it refuses it rather than read the
+    request without its history."""
+
+    def __init__(self, conversation: Any, label: str) -> None:
+        super().__init__(
+            f"openprogram-sim: {label} cannot serve a request on a Conversation "
+            f"(conversation: {json.dumps(conversation)}): the server keeps no Conversations, "
+            "and read without its items the request would be checked as a conversation it "
+            "is not. Send previous_response_id with the new items, or the whole input "
+            "(openai-agents: drop conversation_id; use auto_previous_response_id=True or "
+            "previous_response_id=result.last_response_id)",
+            status=400, param="conversation", code="unsupported_parameter",
+        )  # fmt: skip
 
 
 def _items(raw: Any) -> list[Any]:
@@ -67,7 +102,11 @@ class ResponseStore:
     def expand(self, body: dict[str, Any], label: str) -> dict[str, Any]:
         """``body`` with its ``input`` preceded by the conversation its
         ``previous_response_id`` ends (``body`` itself without one); raises
-        :class:`UnknownResponse` for an id not kept."""
+        :class:`UnknownResponse` for an id not kept, :class:`UnsupportedConversation` for a
+        request on a Conversation."""
+        conversation = body.get("conversation")
+        if conversation is not None:
+            raise UnsupportedConversation(conversation, label)
         previous = body.get("previous_response_id")
         if previous is None:
             return body

@@ -188,3 +188,32 @@ def test_store_false_with_chaining_is_the_apis_own_error_in_the_agent(scenario: 
         "under store: false; a session keeps the responses it served, ids resp_wire1, "
         "resp_wire2, ... by request)"
     ]
+
+
+def test_a_run_on_a_conversation_is_refused_naming_what_to_send_instead(scenario: Path) -> None:
+    """The server keeps no OpenAI Conversations: a request on one would be read without its
+    history, so it is answered with an error rather than a silent 200."""
+
+    async def run(url: str) -> None:
+        weather, client = agent(url)
+        async with client:
+            await Runner.run(weather, "Paris?", conversation_id="conv_demo")
+
+    with serve_scenario(scenario) as server:
+        with pytest.raises(BadRequestError) as caught:
+            asyncio.run(run(server.base_url("openai", "conv")))
+        report = server.end_session("conv")
+
+    message = (
+        "openprogram-sim: session 'conv' cannot serve a request on a Conversation "
+        '(conversation: "conv_demo"): the server keeps no Conversations, and read without '
+        "its items the request would be checked as a conversation it is not. Send "
+        "previous_response_id with the new items, or the whole input (openai-agents: drop "
+        "conversation_id; use auto_previous_response_id=True or "
+        "previous_response_id=result.last_response_id)"
+    )
+    assert caught.value.body == {
+        "message": message, "type": "invalid_request_error", "param": "conversation",
+        "code": "unsupported_parameter",
+    }  # fmt: skip
+    assert report.errors == [f"request #1 (openai-responses): {message}"]
