@@ -19,7 +19,7 @@ from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, j
 from openprogram_sim.eval._junit import eval_properties, eval_summary, write_eval_junit
 from openprogram_sim.eval._options import EvalOptions, scenario_slug
 from openprogram_sim.eval._regressions import trajectory_key, write_regressions
-from openprogram_sim.eval._report import render_eval_report, write_eval_report
+from openprogram_sim.eval._report import eval_records, render_eval_report, write_eval_report
 from openprogram_sim.eval._sample import EvalSetupError
 from openprogram_sim.eval._sampling import evaluate
 from openprogram_sim.eval._stats import (
@@ -61,6 +61,7 @@ __all__ = [
     "clopper_pearson",
     "compare",
     "eval_properties",
+    "eval_records",
     "eval_summary",
     "evaluate",
     "fisher_exact",

@@ -172,14 +172,10 @@ def _sample_record(
     }
 
 
-def _scenario_view(
-    result: ScenarioResult, scenario: Scenario | None, first_row: int
-) -> dict[str, Any]:
+def _scenario_view(result: ScenarioResult, scenario: Scenario | None) -> dict[str, Any]:
     interval = result.interval
     ordered = sorted(result.samples, key=lambda s: (s.passed, s.index))  # failures first
     samples = [_sample_record(result, s, scenario) for s in ordered]
-    for offset, record in enumerate(samples):
-        record["row"] = first_row + offset
     rates = [
         {"key": k, "passed": p, "n": n, "rate": p / n if n else 0.0}
         for k, (p, n) in result.rates().items()
@@ -224,19 +220,39 @@ def eval_records(
     scenarios: Mapping[str, Scenario] | None = None,
     pythonpath: Sequence[str | Path] = (),
 ) -> list[dict[str, Any]]:
-    """Each result as the page shows it (plain, JSON-safe dicts): the scenario's figures
-    and its samples' records, failures first, each with its timeline replayed from its
-    cassette through its scenario (``scenarios[result.path]``, else the file at
-    ``result.path`` loaded)."""
+    """Each result as the page shows it (plain, JSON-safe dicts, which travel from a
+    pytest-xdist worker as they are): the scenario's figures and its samples' records,
+    failures first, each with its timeline replayed from its cassette through its scenario
+    (``scenarios[result.path]``, else the file at ``result.path`` loaded)."""
     views = []
-    row = 0
     for result in results:
         scenario = (scenarios or {}).get(result.path)
         if scenario is None:
             scenario = _load(result, pythonpath)
-        view = _scenario_view(result, scenario, row)
-        row += len(view["samples"])
-        views.append(view)
+        views.append(_scenario_view(result, scenario))
+    return views
+
+
+def _numbered(
+    results: Iterable[ScenarioResult | Mapping[str, Any]],
+    scenarios: Mapping[str, Scenario] | None,
+    pythonpath: Sequence[str | Path],
+) -> list[dict[str, Any]]:
+    """The views of ``results`` (a result, or its :func:`eval_records` view as it came),
+    each sample given its row on the page."""
+    views: list[dict[str, Any]] = []
+    for item in results:
+        if isinstance(item, ScenarioResult):
+            views += eval_records([item], scenarios=scenarios, pythonpath=pythonpath)
+        else:
+            views.append(dict(item))
+    row = 0
+    for view in views:
+        samples = []
+        for sample in view["samples"]:
+            samples.append({**sample, "row": row})
+            row += 1
+        view["samples"] = samples
     return views
 
 
@@ -265,7 +281,7 @@ def _totals(views: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def render_eval_report(
-    results: Iterable[ScenarioResult],
+    results: Iterable[ScenarioResult | Mapping[str, Any]],
     *,
     title: str = "openprogram eval",
     model: str = "",
@@ -273,8 +289,9 @@ def render_eval_report(
     scenarios: Mapping[str, Scenario] | None = None,
     pythonpath: Sequence[str | Path] = (),
 ) -> str:
-    """The eval view's HTML page for ``results`` (see :func:`eval_records`)."""
-    views = eval_records(results, scenarios=scenarios, pythonpath=pythonpath)
+    """The eval view's HTML page for ``results``: each a :class:`ScenarioResult`, or its
+    view from :func:`eval_records` (as a pytest-xdist worker sends it)."""
+    views = _numbered(results, scenarios, pythonpath)
     samples = [s for v in views for s in v["samples"]]
     template = _environment().get_template("eval.html.j2")
     return template.render(
@@ -292,7 +309,7 @@ def render_eval_report(
 
 
 def write_eval_report(
-    results: Iterable[ScenarioResult],
+    results: Iterable[ScenarioResult | Mapping[str, Any]],
     path: str | os.PathLike[str],
     *,
     title: str = "openprogram eval",
@@ -301,7 +318,8 @@ def write_eval_report(
     scenarios: Mapping[str, Scenario] | None = None,
     pythonpath: Sequence[str | Path] = (),
 ) -> Path:
-    """Write the eval view of ``results`` to ``path`` as one self-contained HTML file,
+    """Write the eval view of ``results`` (each a :class:`ScenarioResult`, or its view from
+    :func:`eval_records`) to ``path`` as one self-contained HTML file,
     atomically (a temporary file beside it, then ``os.replace``). ``model`` is shown in
     the header (``PROVIDER:MODEL``); ``scenarios`` maps a result's ``path`` to its loaded
     scenario, which replays each sample's cassette for its timeline (a result not in it is

@@ -16,11 +16,18 @@ Options (group ``openprogram``)::
                                       context per scenario (--openprogram-coverage-data)
     --openprogram-record-mode MODE    none (default, and always when CI is set), once,
                                       new_episodes or all, for openprogram_cassette
+    --openprogram-eval PROVIDER:MODEL run the scenario items as evals against a real
+                                      model, --openprogram-samples N each (10), with
+                                      --openprogram-threshold P, --openprogram-confidence C,
+                                      --openprogram-base-url URL, --openprogram-eval-out DIR,
+                                      --openprogram-eval-timeout S, --openprogram-no-early-stop
 
 Each scenario file is one item (``path/to/file.yaml::<title>``); a failing one shows the
 verdict's diff, an invalid one its ``file:line`` errors. Scenario items carry JUnit
 properties (``model_calls``, ``tool_calls``, ``errors``, ``end_reason``, ``max_depth``,
-``rounds``).
+``rounds``). Under ``--openprogram-eval`` each is an eval item (``_eval``): its verdict the
+sequential test's, its properties the rates (``openprogram.eval.*``), and the report the
+eval view.
 
 Fixtures for Python tests: ``openprogram_model`` (a scripted-model factory),
 ``openprogram_trace`` (a trace recorder to subscribe), ``openprogram_scenario`` (runs a
@@ -50,6 +57,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from openprogram_sim.plugin._cassettes import openprogram_cassette, openprogram_cassette_config
+from openprogram_sim.plugin._eval import (
+    EVAL_ATTR,
+    EVAL_OPTIONS,
+    EvalFailed,
+    EvalItem,
+    eval_options,
+    headline,
+)
 from openprogram_sim.plugin._fixtures import (
     openprogram_assert_events,
     openprogram_model,
@@ -75,6 +90,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPORT_ATTR",
+    "EvalFailed",
+    "EvalItem",
     "InvalidScenarioItem",
     "ModelFactory",
     "ScenarioFailed",
@@ -151,6 +168,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.pluginmanager.register(FuzzHooks(config), "openprogram-fuzz")
     paths = config.getoption("openprogram_scenarios", None)
+    options = eval_options(config)
+    if options is not None:
+        config.stash[EVAL_OPTIONS] = options
+        state.item_class = EvalItem
+        if paths is None:  # an eval runs the scenario items: scenarios/ unless told
+            paths = []
     if paths is None:
         return
     base = config.invocation_params.dir
@@ -219,11 +242,17 @@ def pytest_runtest_makereport(
         record = record_for(item, report)  # records only feed the HTML report
         if record is not None:
             setattr(report, REPORT_ATTR, record)
+    if report.when == "call" and isinstance(item, EvalItem):
+        said = headline(item)
+        if said is not None:
+            setattr(report, EVAL_ATTR, said)
     if report.when == "call" and isinstance(item, ScenarioItem):
         # reported: the scenario and its run need not stay alive to the session's end (a
         # large heap makes every later full garbage collection, and pytest's at exit, slow)
         item.verdict = None
         item.scenario = None
+        if isinstance(item, EvalItem):
+            item.result = None
     return report
 
 
@@ -236,6 +265,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(coverage)
 
 
-for _cls in (InvalidScenarioItem, ScenarioFailed, ScenarioFile, ScenarioItem):
+for _cls in (EvalFailed, EvalItem, InvalidScenarioItem, ScenarioFailed, ScenarioFile, ScenarioItem):
     _cls.__module__ = __name__  # the public module users see in reprs
 del _cls

@@ -53,6 +53,10 @@ class State:
         self.records: dict[str, dict[str, Any]] = {}
         self.started = time.perf_counter()
         self.written: Path | None = None
+        self.item_class: type[ScenarioItem] = ScenarioItem
+        """What a scenario file's item is (an eval's item under ``--openprogram-eval``)."""
+        self.evals: dict[str, str] = {}
+        """Each eval item's one-line summary, by node id (the controller's, under xdist)."""
 
     def owns(self, resolved: Path) -> bool:
         """Whether ``resolved`` (a resolved path) is under one of the scenario roots."""
@@ -77,7 +81,9 @@ class ScenarioFile(pytest.File):
         except ScenarioError as exc:
             yield InvalidScenarioItem.from_parent(self, name="invalid", error=exc)
             return
-        item = ScenarioItem.from_parent(self, name=_node_name(scenario.scenario), scenario=scenario)
+        state = self.config.stash.get(STATE, None)
+        kind = state.item_class if state is not None else ScenarioItem
+        item = kind.from_parent(self, name=_node_name(scenario.scenario), scenario=scenario)
         for tag in scenario.tags:
             _register_marker(self.config, tag)
             item.add_marker(tag)

@@ -112,6 +112,74 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "set.",
         ),
     ),
+    # evals against a real model
+    (
+        "--openprogram-eval",
+        dict(
+            metavar="PROVIDER:MODEL",
+            default=None,
+            help="run the scenario items as evals against a real model (e.g. "
+            "openai:gpt-4o-mini; the key from the usual environment variable): each item "
+            "samples its scenario up to --openprogram-samples times and passes on the "
+            "verdict of the sequential test (as openprogram-sim eval does)",
+        ),
+    ),
+    (
+        "--openprogram-samples",
+        dict(type=int, metavar="N", default=None, help="the most samples per scenario (10)"),
+    ),
+    (
+        "--openprogram-threshold",
+        dict(
+            type=float,
+            metavar="P",
+            default=None,
+            help="the pass rate a scenario must clear (default: every sample must pass)",
+        ),
+    ),
+    (
+        "--openprogram-confidence",
+        dict(
+            type=float,
+            metavar="C",
+            default=None,
+            help="the confidence of the intervals and the verdict (0.95)",
+        ),
+    ),
+    (
+        "--openprogram-base-url",
+        dict(
+            metavar="URL",
+            default=None,
+            help="the adapter's base URL; {sample} in it is replaced by a name per sample "
+            "(a wire server's session: http://127.0.0.1:PORT/s/{sample}/v1)",
+        ),
+    ),
+    (
+        "--openprogram-no-early-stop",
+        dict(
+            action="store_true",
+            default=False,
+            help="take every sample and decide once at the end",
+        ),
+    ),
+    (
+        "--openprogram-eval-out",
+        dict(
+            metavar="DIR",
+            default=None,
+            help="where each sample's cassette and the regressions are written (reports/eval)",
+        ),
+    ),
+    (
+        "--openprogram-eval-timeout",
+        dict(
+            type=float,
+            metavar="SECONDS",
+            default=None,
+            help="real time each sample's run may take (120)",
+        ),
+    ),
     # fuzz
     (
         "--openprogram-fuzz",

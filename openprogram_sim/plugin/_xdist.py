@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from openprogram_sim.plugin._eval import EVAL_ATTR, EVAL_OPTIONS, EvalItem, eval_record
 from openprogram_sim.plugin._fixtures import RECORD
 from openprogram_sim.plugin._items import (
     InvalidScenarioItem,
@@ -44,6 +45,8 @@ def record_for(item: pytest.Item, report: pytest.TestReport) -> dict[str, Any] |
         from openprogram_sim.report import invalid_record
 
         return invalid_record(item.error, id=item.nodeid, path=relpath(item.config, item.path))
+    if isinstance(item, EvalItem):
+        return eval_record(item, report)
     if isinstance(item, ScenarioItem):
         return _scenario_item_record(item, report)
     traced = item.stash.get(RECORD, None)
@@ -110,6 +113,9 @@ class Collector:
         record = getattr(report, REPORT_ATTR, None)
         if record is not None:
             self.state.records[record["id"]] = record
+        said = getattr(report, EVAL_ATTR, None)
+        if said is not None:
+            self.state.evals[report.nodeid] = said
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -117,7 +123,13 @@ class Collector:
         if target and not is_worker(session.config):
             self.state.written = _write(session.config, self.state, target)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        options = config.stash.get(EVAL_OPTIONS, None)
+        if options is not None and self.state.evals:
+            terminalreporter.write_sep("-", f"openprogram eval ({options.model})")
+            for nodeid in sorted(self.state.evals):
+                terminalreporter.write_line(self.state.evals[nodeid])
+            terminalreporter.write_line(f"cassettes and regressions under {options.out}")
         if self.state.written is not None:
             terminalreporter.write_sep(
                 "-", f"openprogram report ({len(self.state.records)} tests): {self.state.written}"
@@ -128,6 +140,12 @@ def _write(config: pytest.Config, state: State, target: str) -> Path:
     from openprogram_sim.report import write_report
 
     path = config.invocation_params.dir / target
+    options = config.stash.get(EVAL_OPTIONS, None)
+    if options is not None:
+        from openprogram_sim.eval import write_eval_report
+
+        views = [r for _, r in sorted(state.records.items()) if r.get("kind") == "eval"]
+        return write_eval_report(views, path, model=options.model, source="pytest")
     coverage = config.stash.get(COVERAGE, None)
     return write_report(
         path,
