@@ -38,6 +38,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from openprogram._nested import run_nested
 from openprogram.agent import AbortSignal
 from openprogram.agent._history import check_history
 from openprogram.agent.agent import Agent
@@ -77,6 +78,8 @@ from openprogram.types import (
 )
 
 __all__ = ["DEFAULT_MAX_DEPTH", "STACK_MARGIN", "ExecResult", "Runtime", "current_depth"]
+
+_get_running_loop = asyncio.events._get_running_loop
 
 _current_tools: contextvars.ContextVar[list[Tool] | None] = contextvars.ContextVar(
     "_current_tools", default=None
@@ -399,11 +402,9 @@ class Runtime:
             choices,
             history=history,
         )
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        if _get_running_loop() is None:
             return asyncio.run(run)
-        return _run_in_thread(lambda: asyncio.run(run))
+        return run_nested(run)
 
     def aexec(
         self,
@@ -734,25 +735,6 @@ def _has_frames_left(count: int) -> bool:
 
 def _descend(count: int) -> int:
     return 0 if count <= 0 else _descend(count - 1)
-
-
-def _run_in_thread(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` in a new thread with a copy of the current context; wait for it."""
-    ctx = contextvars.copy_context()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = ctx.run(fn)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="openprogram-nested-exec", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _takes_runtime(fn: Callable[..., Any]) -> bool:
