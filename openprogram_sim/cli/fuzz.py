@@ -4,31 +4,45 @@ each run, and a shrunk regression file on a violation. Hypothesis loads only her
 With ``--registry REF`` or ``--tools REF,REF`` the scenarios call *your* tools (imported as
 ``openprogram-sim run`` imports them: the current directory, ``[tool.openprogram]
 pythonpath``, ``--pythonpath``) with arguments valid and invalid for their schemas, each run
-in a sandbox process under ``--timeout`` seconds, and the tool contract is checked too."""
+in a sandbox process under ``--timeout`` seconds, and the tool contract is checked too.
+
+With ``--agent CMD`` or ``--agent module:function`` any agent is fuzzed over the wire: one
+session per example with a drawn script, the client checks and ``--properties`` on each,
+the first failure shrunk to a file ``openprogram-sim serve`` replays (see
+:mod:`openprogram_sim.fuzz.agent`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from openprogram_sim.cli._arguments import add_pythonpath
+from openprogram_sim.cli.serve import CLIENT_CHECKS
 
 if TYPE_CHECKING:
     from openprogram_sim.fuzz import CampaignResult, FuzzStats, ToolTarget, UserProperties
+    from openprogram_sim.fuzz.agent import AgentCampaignResult, AgentTarget, Discovery
     from openprogram_sim.fuzz.tools import SearchOptions, UserOptions
 
-__all__ = ["add_parser", "command", "fuzz_command"]
+__all__ = ["add_parser", "agent_command", "command", "fuzz_command"]
+
+TOOL_TIMEOUT = 2.0
+AGENT_TIMEOUT = 30.0
+"""``--timeout``'s default: a run over your tools, one run of an agent."""
+REGRESSIONS = "scenarios/regressions"
 
 
-def _progress_printer(total: int, err: TextIO) -> Any:
+def _progress_printer(total: int, err: TextIO, unit: str = "runs") -> Any:
     tty = err.isatty()
     state = {"next": 0.0}
 
     def show(stats: FuzzStats, elapsed: float) -> None:
         rate = stats.runs / elapsed if elapsed else 0.0
-        line = f"fuzz: {stats.runs}/{total} runs, {elapsed:.1f}s, {rate:.0f} runs/s"
+        shown = f"{rate:.0f}" if rate >= 10 or unit == "runs" else f"{rate:.1f}"
+        line = f"fuzz: {stats.runs}/{total} {unit}, {elapsed:.1f}s, {shown} {unit}/s"
         if tty:
             err.write(f"\r{line}   ")
         elif elapsed >= state["next"] or stats.runs >= total:
@@ -167,11 +181,13 @@ def command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.agent is not None:
+        return agent_command(args, out=sys.stdout, err=sys.stderr)
     if (
         args.examples < 0
         or (args.workers is not None and args.workers < 1)
         or args.replay_every < 0
-        or not args.timeout > 0
+        or (args.timeout is not None and not args.timeout > 0)
     ):
         print(
             "openprogram-sim fuzz: --examples >= 0, --workers >= 1, --replay-every >= 0, "
@@ -188,10 +204,11 @@ def command(args: argparse.Namespace) -> int:
         properties = _properties(args.properties)
         target = _target(args)
         options, search = _tool_options(args, target)
+        _agent_only(args)
     except (PythonRefError, TargetError, SearchError, ValueError, CheckFileError) as exc:
         print(f"openprogram-sim fuzz: {exc}", file=sys.stderr)
         return 2
-    regressions = None if args.no_write else args.regressions
+    regressions = None if args.no_write else (args.regressions or REGRESSIONS)
     return fuzz_command(
         args.examples,
         args.seed,
@@ -199,7 +216,7 @@ def command(args: argparse.Namespace) -> int:
         regressions,
         replay_every=args.replay_every,
         target=target,
-        timeout=args.timeout,
+        timeout=TOOL_TIMEOUT if args.timeout is None else args.timeout,
         options=options,
         search=search,
         properties=properties,
@@ -288,9 +305,10 @@ def add_parser(sub: Any) -> None:
     )
     fuzz.add_argument(
         "--regressions",
-        default="scenarios/regressions",
+        default=None,
         metavar="DIR",
-        help="where a shrunk failing case is written (scenarios/regressions)",
+        help="where a shrunk failing case is written (scenarios/regressions; with --agent: "
+        "agent-regressions)",
     )
     fuzz.add_argument("--no-write", action="store_true", help="do not write a regression file")
     fuzz.add_argument(
@@ -312,9 +330,10 @@ def add_parser(sub: Any) -> None:
     yours.add_argument(
         "--timeout",
         type=float,
-        default=2.0,
+        default=None,
         metavar="SECONDS",
-        help="real time a run may take; a tool that hangs breaks the contract (2)",
+        help="real time a run may take; a tool that hangs breaks the contract (2); with "
+        "--agent: one run of the agent, past it a finding (30)",
     )
     yours.add_argument(
         "--unknown-tool-rate",
@@ -364,4 +383,204 @@ def add_parser(sub: Any) -> None:
         help="Hypothesis example database shared by campaigns over the same tools: saved "
         "failures replay first (redis: pip install 'openprogram-sim[redis]')",
     )
+    _add_agent_arguments(fuzz)
     fuzz.set_defaults(func=command)
+
+
+# --------------------------------------------------------------------------- --agent
+
+_AGENT_ONLY = ("faults", "no_check", "max_retries", "shrink_time")
+_NOT_WITH_AGENT = ("registry", "tools", "workers", *_TOOL_ONLY)
+
+
+def _agent_only(args: argparse.Namespace) -> None:
+    given = [n for n in _AGENT_ONLY if getattr(args, n) not in (None, [])]
+    if given:
+        flags = ", ".join("--" + n.replace("_", "-") for n in given)
+        raise ValueError(f"{flags} apply to fuzzing an agent (--agent CMD|module:function)")
+
+
+def _agent_refusals(args: argparse.Namespace) -> str | None:
+    """What ``--agent`` cannot be combined with, or a bad number (None: all is well)."""
+    defaults = {"backend": "hypothesis", "coverage_guided": False}
+    given = [n for n in _NOT_WITH_AGENT if getattr(args, n) not in (None, [], defaults.get(n))]
+    if given:
+        flags = ", ".join("--" + n.replace("_", "-") for n in given)
+        return f"{flags} do not apply with --agent (an agent is fuzzed one session at a time)"
+    if args.examples < 0 or (args.timeout is not None and not args.timeout > 0):
+        return "--examples >= 0 and --timeout > 0"
+    if args.shrink_time is not None and args.shrink_time < 0:
+        return "--shrink-time >= 0"
+    return None
+
+
+def _faults(text: str | None) -> tuple[str, ...]:
+    from openprogram_sim.fuzz.agent import FAULT_KINDS
+
+    if text is None:
+        return FAULT_KINDS
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if names in ((), ("none",)):
+        return ()
+    unknown = [n for n in names if n not in FAULT_KINDS]
+    if unknown:
+        raise ValueError(
+            f"--faults {text}: unknown fault {', '.join(unknown)}; use some of "
+            f"{', '.join(FAULT_KINDS)} (comma-separated) or none"
+        )
+    return names
+
+
+def agent_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
+    """``openprogram-sim fuzz --agent CMD|module:function``: discover the agent's tools, run
+    the campaign, print progress (``err``), the summary and the verdict (``out``); 0 when no
+    session failed, 1 on a failure, 2 when the agent cannot be fuzzed as given."""
+    from openprogram_sim.cli.check import CheckFileError
+    from openprogram_sim.fuzz.agent import DEFAULT_REGRESSIONS, AgentError, AgentTarget
+    from openprogram_sim.wire import ClientChecks
+
+    problem = _agent_refusals(args)
+    if problem is not None:
+        print(f"openprogram-sim fuzz: {problem}", file=err)
+        return 2
+    try:
+        properties = _properties(args.properties)
+        faults = _faults(args.faults)
+        checks = ClientChecks(off=frozenset(args.no_check), max_retries=args.max_retries)
+        target = AgentTarget.load(args.agent, pythonpath=args.pythonpath)
+    except (AgentError, ValueError, CheckFileError) as exc:
+        print(f"openprogram-sim fuzz: {exc}", file=err)
+        return 2
+    timeout = AGENT_TIMEOUT if args.timeout is None else args.timeout
+    regressions = None if args.no_write else (args.regressions or DEFAULT_REGRESSIONS)
+    print(
+        f"fuzz: {args.examples} sessions of {target.label}, seed {args.seed}, "
+        f"{timeout:g} s per run of the agent",
+        file=out,
+        flush=True,
+    )
+    try:
+        result = _run_agent(args, target, timeout, regressions, properties, faults, checks,
+                            out=out, err=err)  # fmt: skip
+    except AgentError as exc:
+        if err.isatty():
+            err.write("\n")
+        print(f"openprogram-sim fuzz: {exc}", file=err)
+        return 2
+    if err.isatty():
+        err.write("\n")
+    return _agent_verdict(result, target, out)
+
+
+def _run_agent(
+    args: argparse.Namespace, target: AgentTarget, timeout: float, regressions: str | None,
+    properties: UserProperties | None, faults: tuple[str, ...], checks: Any, *,
+    out: TextIO, err: TextIO,
+) -> AgentCampaignResult:  # fmt: skip
+    from openprogram_sim.fuzz.agent import run_agent_campaign
+
+    def discovered(found: Discovery) -> None:
+        how = "streaming" if found.stream else "not streaming"
+        names = ", ".join(t.name for t in found.tools) or "none (scripts draw texts and faults)"
+        print(f"  the agent speaks {found.api} ({how}); its tools: {names}", file=out, flush=True)
+
+    shrink = 120.0 if args.shrink_time is None else args.shrink_time
+    return run_agent_campaign(
+        target, args.examples, args.seed, regressions=regressions, timeout=timeout,
+        properties=properties, faults=faults, client_checks=checks, shrink_time=shrink,
+        progress=_progress_printer(args.examples, err, "sessions"), on_discovery=discovered,
+    )  # fmt: skip
+
+
+def _agent_heading(result: AgentCampaignResult) -> str:
+    failure = result.failure
+    assert failure is not None
+    if failure.run.outcome == "timeout":
+        return "AGENT TIMED OUT"
+    if failure.run.outcome == "failed":
+        return "AGENT FAILED"
+    if any(v.startswith("client check") for v in failure.violations):
+        return "CLIENT CHECK BROKEN"
+    if failure.broke_properties:
+        return "PROPERTY BROKEN"
+    return "SESSION FAILED"
+
+
+def _agent_verdict(result: AgentCampaignResult, target: AgentTarget, out: TextIO) -> int:
+    for line in result.stats.summary():
+        print(f"  {line}", file=out)
+    print(
+        f"  wall time       {result.elapsed:.1f}s, {result.runs_per_second:.1f} sessions/s",
+        file=out,
+    )
+    failure = result.failure
+    if failure is None:
+        print(f"no failure in {result.stats.runs} sessions (seed {result.seed})", file=out)
+        return 0
+    print(f"\n{_agent_heading(result)} (seed {result.seed}), shrunk case:", file=out)
+    for violation in failure.violations:
+        print(f"  - {violation}", file=out)
+    if failure.run.detail and failure.run.outcome != "ok":
+        print("  the agent's last words:", file=out)
+        for line in failure.run.detail.splitlines()[-6:]:
+            print(f"    {line}", file=out)
+    print("  script served:", file=out)
+    for i, turn in enumerate(failure.turns, start=1):
+        print(f"    {i}. {json.dumps(turn, ensure_ascii=False)}", file=out)
+    if failure.path is not None:
+        print(f"regression scenario written: {failure.path} (served again to the agent, it "
+              "fails)", file=out)  # fmt: skip
+        print(
+            f"  replay: openprogram-sim serve {failure.path} --port 8124, then run the agent "
+            "on http://127.0.0.1:8124/s/replay (the file's header gives the lines; fails "
+            "now, passes once fixed)",
+            file=out,
+        )
+    elif failure.unexpressed is not None:
+        print(f"no regression scenario written: {failure.unexpressed}", file=out)
+    return 1
+
+
+def _add_agent_arguments(fuzz: Any) -> None:
+    agent = fuzz.add_argument_group(
+        "any agent",
+        "fuzz an agent over the wire: a session per example, its script drawn from the tools "
+        "the agent declares (docs/fuzzing.md, Fuzzing any agent)",
+    )
+    agent.add_argument(
+        "--agent",
+        metavar="CMD|module:function",
+        help="the agent: a command run per session with the session's base URLs and a "
+        "placeholder key in OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, "
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME and the key variables; or a Python function "
+        "fn(endpoints), called in process (much faster)",
+    )
+    agent.add_argument(
+        "--faults",
+        metavar="LIST",
+        help="faults the scripts serve, comma-separated: rate_limit (429 with retry-after), "
+        "stream_error, cut; or none (default: all three)",
+    )
+    agent.add_argument(
+        "--no-check",
+        action="append",
+        default=[],
+        choices=CLIENT_CHECKS,
+        metavar="NAME",
+        help="do not check this client invariant on the sessions (repeatable): "
+        + ", ".join(CLIENT_CHECKS),
+    )
+    agent.add_argument(
+        "--max-retries",
+        type=int,
+        default=None,
+        metavar="N",
+        help="retries of one request in a row the max_retries invariant allows (4)",
+    )
+    agent.add_argument(
+        "--shrink-time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a failing session is shrunk at most (120)",
+    )
