@@ -20,7 +20,7 @@ from openprogram_sim.eval._junit import eval_properties, eval_summary, write_eva
 from openprogram_sim.eval._options import EvalOptions, scenario_slug
 from openprogram_sim.eval._regressions import trajectory_key, write_regressions
 from openprogram_sim.eval._report import eval_records, render_eval_report, write_eval_report
-from openprogram_sim.eval._sample import EvalSetupError
+from openprogram_sim.eval._sample import EvalSetupError, replay_sample
 from openprogram_sim.eval._sampling import evaluate
 from openprogram_sim.eval._stats import (
     Interval,
@@ -41,6 +41,7 @@ from openprogram_sim.eval._summary import (
     ScenarioResult,
     compare,
 )
+from openprogram_sim.eval._verdict import ask_recorded
 
 __all__ = [
     "APPLICABLE",
@@ -56,6 +57,7 @@ __all__ = [
     "ScenarioResult",
     "SequentialTest",
     "Verdict",
+    "ask_recorded",
     "binomial_cdf",
     "binomial_sf",
     "clopper_pearson",
@@ -68,6 +70,7 @@ __all__ = [
     "judge",
     "pass_at_k",
     "render_eval_report",
+    "replay_sample",
     "scenario_slug",
     "trajectory_key",
     "wilson",

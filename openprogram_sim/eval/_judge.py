@@ -1,23 +1,35 @@
 """One sample judged: the scenario's expectations that apply to a real model, each on its
-own, and the keys that only make sense for a script named as not applicable."""
+own (``expect.judge``: each criterion on its own, from the judge's verdicts), and the keys
+that only make sense for a script named as not applicable."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from openprogram_sim.play import RunOutcome, check_outcome
-from openprogram_sim.scenario import Expect, Scenario
+from openprogram_sim.scenario import CriterionVerdict, Expect, Scenario, criterion_failures
 
 __all__ = ["APPLICABLE", "NOT_APPLICABLE", "Judgement", "judge", "not_applicable"]
 
-APPLICABLE = ("result", "raises", "trajectory", "properties")
-"""The ``expect:`` keys a real model's run is judged by."""
+APPLICABLE = ("result", "raises", "trajectory", "properties", "model_calls", "judge")
+"""The ``expect:`` keys a real model's run is judged by (``model_calls`` as a range
+``{min, max}``; ``judge`` as one check per criterion, ``judge.NAME``)."""
 
 NOT_APPLICABLE = ("events", "not_events", "counts", "requests", "history", "model_calls")
 """Keys that pin what a script does (its exact events, counts, requests, history and number
-of model calls): reported, never counted as failures."""
+of model calls, ``model_calls`` as a number): reported, never counted as failures."""
+
+
+def _applies(expect: Expect, key: str) -> bool:
+    """Whether ``expect`` gives ``key`` in a form a real model's run is judged by."""
+    if key not in expect.model_fields_set:
+        return False
+    if key == "model_calls":  # a range, not the number a script makes
+        return expect.model_calls is not None and not isinstance(expect.model_calls, int)
+    return key != "judge" or expect.judge is not None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -42,12 +54,14 @@ def not_applicable(scenario: Scenario) -> list[str]:
     return [
         key
         for key in NOT_APPLICABLE
-        if any(key in e.model_fields_set and getattr(e, key) for e in expects)
+        if any(
+            key in e.model_fields_set and getattr(e, key) and not _applies(e, key) for e in expects
+        )
     ]
 
 
 def _given(expect: Expect) -> list[str]:
-    return [key for key in APPLICABLE if key in expect.model_fields_set]
+    return [key for key in APPLICABLE if key != "judge" and _applies(expect, key)]
 
 
 def _narrowed(expect: Expect) -> Expect:
@@ -67,14 +81,21 @@ def _checked(outcome: RunOutcome, expect: Expect) -> list[str]:
     return [str(f) for f in verdict.failures]
 
 
-def judge(outcome: RunOutcome) -> Judgement:
+def judge(outcome: RunOutcome, verdicts: Mapping[str, CriterionVerdict] | None = None) -> Judgement:
     """``outcome`` against its scenario's applicable expectations, each key checked on its
     own (with ``raises:`` beside it, so an exec that raised unexpectedly fails each); with
-    none given, the run must end without raising."""
+    none given, the run must end without raising. ``verdicts`` are the judge's, one per
+    criterion of ``expect.judge`` (:func:`~openprogram_sim.scenario.ask_judge`), each its own
+    check ``judge.NAME``."""
     expect = outcome.scenario.expect
+    spec = expect.judge
+    if spec is not None and verdicts is None:
+        raise ValueError(
+            f"{outcome.scenario.path}: expect.judge needs the judge's verdicts (ask_judge)"
+        )
     keys = _given(expect)
     out = Judgement()
-    if not keys:
+    if not keys and spec is None:
         failures = _checked(outcome, Expect())
         out.checks["exec"] = not failures
         out.failures += failures
@@ -86,4 +107,12 @@ def judge(outcome: RunOutcome) -> Judgement:
         failures = _checked(outcome, Expect(**values))
         out.checks[key] = not failures
         out.failures += [f for f in failures if f not in out.failures]
+    if spec is not None and verdicts is not None:
+        for criterion in spec.criteria:
+            out.checks[f"judge.{criterion.name}"] = verdicts[criterion.name].passed
+        where = outcome.scenario.where
+        failed = criterion_failures(
+            spec, verdicts, lambda i: where("expect", "judge", "criteria", i)
+        )
+        out.failures += [str(f) for f in failed]
     return out

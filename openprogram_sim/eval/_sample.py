@@ -1,5 +1,6 @@
 """One sample: a scenario's ``exec`` run once through the real adapter, recorded as a
-cassette (scrubbed), and judged."""
+cassette (scrubbed), its judge asked (``expect.judge``, recorded into the same cassette),
+and judged; and a recorded sample replayed offline, judge included."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import asyncio
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 from openprogram.types import Usage
 from openprogram_sim.cassettes import Cassette
@@ -15,11 +15,12 @@ from openprogram_sim.errors import SimError
 from openprogram_sim.eval._judge import judge
 from openprogram_sim.eval._options import EvalOptions
 from openprogram_sim.eval._summary import Sample
+from openprogram_sim.eval._verdict import ask_recorded
 from openprogram_sim.play import RunOutcome, arun_scenario
-from openprogram_sim.scenario import Scenario
+from openprogram_sim.scenario import CriterionVerdict, JudgeError, Scenario
 from openprogram_sim.trace import trace_calls
 
-__all__ = ["SETUP_STATUSES", "EvalSetupError", "run_sample"]
+__all__ = ["SETUP_STATUSES", "EvalSetupError", "replay_sample", "run_sample"]
 
 SETUP_STATUSES = {401: "unauthorized", 403: "forbidden", 404: "not found"}
 """Statuses that, on every request of a sample, say the setup is wrong (the key, the base
@@ -28,16 +29,32 @@ URL, the model name), not how the model behaves."""
 
 class EvalSetupError(SimError):
     """A sample that says the eval cannot run as set up: every request got 401, 403 or
-    404, or none reached the service."""
+    404, or none reached the service, or the judge gave no verdict it could read."""
 
 
-async def _session(cassette: Cassette, scenario: Scenario, options: EvalOptions, name: str) -> Any:
+@dataclasses.dataclass(slots=True)
+class _Session:
+    outcome: RunOutcome
+    verdicts: dict[str, CriterionVerdict] | None = None
+    judge_error: JudgeError | None = None
+
+
+async def _session(
+    cassette: Cassette, scenario: Scenario, model: str | None, base_url: str | None, name: str
+) -> _Session:
     extra = {}
-    if options.base_url:
-        extra["base_url"] = options.base_url.replace("{sample}", name)
+    if base_url:
+        extra["base_url"] = base_url.replace("{sample}", name)
     async with cassette.client() as client:
-        provider = cassette.provider(options.model, client=client, **extra)
-        return await arun_scenario(scenario, provider)
+        provider = cassette.provider(model, client=client, **extra)
+        session = _Session(await arun_scenario(scenario, provider))
+        spec = scenario.expect.judge
+        if spec is not None:
+            try:
+                session.verdicts = await ask_recorded(cassette, client, spec, session.outcome, name)
+            except JudgeError as exc:
+                session.judge_error = exc
+        return session
 
 
 def _setup_mistake(statuses: list[int], outcome: RunOutcome) -> str | None:
@@ -57,23 +74,13 @@ def _setup_mistake(statuses: list[int], outcome: RunOutcome) -> str | None:
     )
 
 
-def run_sample(scenario: Scenario, options: EvalOptions, folder: Path, index: int) -> Sample:
-    path = folder / f"sample-{index:03d}.yaml"
-    cassette = Cassette(path, record_mode="all")
-    cassette.record_mode = "all"  # an eval is live by definition: in CI too (CI forces none)
-    cassette.load()
-    outcome = asyncio.run(_session(cassette, scenario, options, f"{folder.name}-{index}"))
-    statuses = [int(response["status"]["code"]) for _, response in cassette.vcr.data]
-    mistake = _setup_mistake(statuses, outcome)
-    if mistake is not None:
-        raise EvalSetupError(f"{scenario.path}: sample {index}: {mistake}")
-    cassette.describe(
-        model=options.model,
-        scenario=os.path.relpath(Path(scenario.path).resolve(), folder.resolve()),
-        recorded_with="openprogram-sim eval",
-    )
-    cassette.save()
-    judgement = judge(outcome)
+def _sample(session: _Session, index: int, path: Path, where: str) -> Sample:
+    outcome = session.outcome
+    if session.judge_error is not None:
+        raise EvalSetupError(
+            f"{where}: sample {index}: {session.judge_error} (the sample's cassette: {path})"
+        ) from session.judge_error
+    judgement = judge(outcome, session.verdicts)
     calls = [
         {"name": c.name, "args": c.args, "depth": c.depth, "round": c.round}
         for c in trace_calls(outcome.trace)
@@ -93,3 +100,47 @@ def run_sample(scenario: Scenario, options: EvalOptions, folder: Path, index: in
         calls=calls,
         usage={k: v for k, v in dataclasses.asdict(usage).items() if isinstance(v, int)},
     )
+
+
+def run_sample(scenario: Scenario, options: EvalOptions, folder: Path, index: int) -> Sample:
+    path = folder / f"sample-{index:03d}.yaml"
+    cassette = Cassette(path, record_mode="all")
+    cassette.record_mode = "all"  # an eval is live by definition: in CI too (CI forces none)
+    cassette.load()
+    name = f"{folder.name}-{index}"
+    session = asyncio.run(_session(cassette, scenario, options.model, options.base_url, name))
+    outcome = session.outcome
+    statuses = [int(response["status"]["code"]) for _, response in cassette.vcr.data]
+    mistake = _setup_mistake(statuses, outcome)
+    if mistake is not None:
+        raise EvalSetupError(f"{scenario.path}: sample {index}: {mistake}")
+    cassette.describe(
+        model=options.model,
+        scenario=os.path.relpath(Path(scenario.path).resolve(), folder.resolve()),
+        recorded_with="openprogram-sim eval",
+        sample=name,
+    )
+    cassette.save()  # with the judge's calls, also when its verdict could not be read
+    return _sample(session, index, path, scenario.path)
+
+
+def replay_sample(
+    scenario: Scenario, cassette: str | os.PathLike[str], index: int | None = None
+) -> Sample:
+    """A sample recorded by ``openprogram-sim eval`` replayed offline: ``scenario``'s run
+    through the real adapter against the cassette's recorded replies, its judge
+    (``expect.judge``) answered by the judge's recorded calls, judged as the eval judged
+    it (``index``: its number, by default read from the file's name). No key, no socket:
+    a request the recording cannot answer gets an HTTP 400 naming
+    the JSON paths that differ (the run fails, or the judge raises :class:`JudgeError`)."""
+    path = Path(cassette)
+    if index is None:  # sample-007.yaml is sample 7
+        digits = path.stem.rpartition("-")[2]
+        index = int(digits) if digits.isdigit() else 1
+    recorded = Cassette(path, record_mode="none").load()
+    meta = recorded.metadata
+    name = str(meta.get("sample") or "")
+    session = asyncio.run(_session(recorded, scenario, meta.get("model"), None, name))
+    if session.judge_error is not None:
+        raise session.judge_error
+    return _sample(session, index, path, scenario.path)

@@ -8,8 +8,10 @@ its fields beside the expected ones down to the differing key, with hints; see
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,14 @@ from typing import Any
 from openprogram_sim.errors import MatchTimeoutError, ScriptExhaustedError
 from openprogram_sim.play._history import history_mismatch
 from openprogram_sim.play._runner import RunOutcome
+from openprogram_sim.scenario import (
+    CriterionVerdict,
+    JudgedRun,
+    JudgeError,
+    JudgeSpec,
+    ask_judge,
+    criterion_failures,
+)
 from openprogram_sim.trace import (
     Failure,
     TrajectoryResult,
@@ -221,13 +231,19 @@ def _check_calls(outcome: RunOutcome, out: list[Failure]) -> None:
         out.append(_unconsumed(outcome))
 
 
-def _judge_interactions(outcome: RunOutcome) -> set[int]:
-    """The interactions of a replayed cassette that a judge recorded (an eval sample's,
-    after its run's): not the run's to request."""
+def _recorded_judge(outcome: RunOutcome) -> dict[str, Any]:
+    """What a replayed cassette says of the judge recorded into it (an eval sample's:
+    ``judge: {model, base_url, interactions}``); empty for any other run."""
     cassette = getattr(outcome.provider, "cassette", None)
     meta = getattr(cassette, "metadata", None) or {}
     judge = meta.get("judge") if isinstance(meta, dict) else None
-    found = judge.get("interactions") if isinstance(judge, dict) else None
+    return judge if isinstance(judge, dict) else {}
+
+
+def _judge_interactions(outcome: RunOutcome) -> set[int]:
+    """The interactions of a replayed cassette that its judge recorded, after the run's:
+    not the run's to request."""
+    found = _recorded_judge(outcome).get("interactions")
     return {int(i) - 1 for i in found if isinstance(i, int)} if isinstance(found, list) else set()
 
 
@@ -412,6 +428,56 @@ def _check_properties(outcome: RunOutcome, out: list[Failure]) -> None:
             )
 
 
+async def _replay_judge(
+    cassette: Any, spec: JudgeSpec, outcome: RunOutcome
+) -> dict[str, CriterionVerdict]:
+    """The judge asked again through the cassette that recorded it: its recorded calls
+    answer (no key, no socket), when the run replayed as it was recorded."""
+    base_url = _recorded_judge(outcome).get("base_url") or None
+    async with cassette.client() as client:
+        extra = {"base_url": base_url} if base_url else {}
+        provider = cassette.provider(spec.model, client=client, stream=False, **extra)
+        return await ask_judge(provider, spec, JudgedRun.of(outcome))
+
+
+def _run_async(work: Coroutine[Any, Any, Any]) -> Any:
+    """``work`` run to its end from synchronous code (in a thread of its own when this
+    thread already runs an event loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work).result()
+
+
+def _check_judge(outcome: RunOutcome, out: list[Failure]) -> None:
+    """``expect.judge`` of a scenario whose ``model:`` replays an eval sample's cassette
+    holding its judge's calls: the judge replayed, each criterion checked. Under a script
+    (or a recording without a judge's calls) the judge is not asked: it judges a real
+    model's runs (``openprogram-sim eval``)."""
+    scenario = outcome.scenario
+    spec = scenario.expect.judge
+    cassette = getattr(outcome.provider, "cassette", None)
+    if spec is None or cassette is None or not _judge_interactions(outcome):
+        return
+    try:
+        verdicts = _run_async(_replay_judge(cassette, spec, outcome))
+    except JudgeError as exc:
+        out.append(
+            Failure(
+                "the judge's recorded verdict could not be replayed",
+                f"{exc}\n(the judge's request is rebuilt from this run: a run that replays "
+                "differently from the recording asks the judge something else)",
+                scenario.where("expect", "judge"),
+            )
+        )
+        return
+    out += criterion_failures(
+        spec, verdicts, lambda i: scenario.where("expect", "judge", "criteria", i)
+    )
+
+
 def _tool_schemas(outcome: RunOutcome) -> dict[str, Any]:
     """Each tool's argument schema as the model was sent it (for the hint that events carry
     the arguments the model sent, not the schema's defaults)."""
@@ -546,13 +612,15 @@ def _run_checks(checks: tuple[_Check, ...], outcome: RunOutcome, out: list[Failu
 
 def check_outcome(outcome: RunOutcome) -> Verdict:
     """Check ``outcome`` against its scenario's ``expect:`` (a conversation: each exec
-    against its step's, then the whole against the top level's)."""
+    against its step's, then the whole against the top level's). ``expect.judge`` is
+    checked when the run replayed an eval sample's cassette that holds its judge's calls
+    (the judge replayed from it); under a script it is not asked (docs/judge.md)."""
     failures: list[Failure] = []
-    steps: tuple[_Check, ...] = (_check_hooks, _check_time, *_ONE_EXEC)
+    steps: tuple[_Check, ...] = (_check_hooks, _check_time, *_ONE_EXEC, _check_judge)
     if outcome.scenario.conversation is not None:  # result and raises are each exec's
         steps = (_check_hooks, _check_time, _check_conversation, _check_calls)
         steps += (_check_requests, _check_events, _check_trajectory, _check_properties)
-        steps += (_check_history,)
+        steps += (_check_history, _check_judge)
     if outcome.timed_out is not None:  # the rest would only restate the abort
         steps = (_check_hooks, _check_time)
     if not outcome.started:  # its setup failed: there is nothing else to check
