@@ -9,6 +9,7 @@ message the user reads."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -255,3 +256,14 @@ def test_a_weather_tool_in_fahrenheit_breaks_a_property(framework: str) -> None:
         '  to_fahrenheit at #14 has no get_weather {result: contains "°C"} that ended before it\n'
         '    #14  tool_execution_start   d0 r2 to_fahrenheit({"celsius": 21})'
     )
+
+
+@pytest.mark.parametrize("name", ["weather.yaml", "two_cities.yaml"])
+def test_the_docs_show_the_example_files_as_they_are(name: str) -> None:
+    """docs/your-agent.md's "Testing any agent" shows each file whole (tests/test_docs.py
+    runs its blocks against the file on disk): the page and the file must not drift."""
+    page = (ROOT / "docs" / "your-agent.md").read_text()
+    blocks = re.findall(r"^```yaml\n(.*?)^```$", page, re.S | re.M)
+    text = (ROOT / "examples" / "any_agent" / name).read_text()
+    assert text in blocks, f"docs/your-agent.md has no yaml block equal to {name}"
+    assert f'serve_scenario("examples/any_agent/{name}")' in page
