@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from openprogram.errors import OpenProgramError
 from openprogram_sim.cli._arguments import add_pythonpath
@@ -24,8 +24,20 @@ __all__ = ["add_parser", "command"]
 _VERDICT = {"pass": "PASS", "fail": "FAIL", "undecided": "UNDECIDED"}
 
 
+def _limits(pairs: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for pair in pairs:
+        provider, sep, limit = pair.partition("=")
+        if not sep or not provider or not limit.strip().isdigit():
+            raise ValueError(
+                f"--max-concurrency-per-provider {pair!r} is not PROVIDER=N (e.g. openai=4)"
+            )
+        out[provider.strip()] = int(limit)
+    return out
+
+
 def _options(args: argparse.Namespace) -> Any:
-    from openprogram_sim.eval import EvalOptions
+    from openprogram_sim.eval import EvalOptions, RetryPolicy, load_pricing
 
     return EvalOptions(
         model=args.model,
@@ -36,6 +48,11 @@ def _options(args: argparse.Namespace) -> Any:
         sequential=not args.no_early_stop,
         out=Path(args.out),
         timeout=args.timeout,
+        concurrency=args.concurrency,
+        provider_limits=_limits(args.max_concurrency_per_provider),
+        retries=RetryPolicy(max_retries=args.max_retries),
+        budget=args.budget,
+        pricing=load_pricing(args.pricing),
     )
 
 
@@ -77,8 +94,37 @@ def _baseline(path: str | None) -> dict[str, Any] | None:
     return data
 
 
+def _unpriced(options: Any) -> None:
+    """Say once that the model has no price (its tokens are reported without a cost)."""
+    prices = options.prices()
+    if prices.price(options.model) is None:
+        print(
+            f"openprogram-sim eval: no price for {options.model} in the pricing table "
+            f"(dated {prices.date}); tokens are reported without a cost (give one with "
+            "--pricing FILE or [tool.openprogram.pricing] in pyproject.toml)",
+            file=sys.stderr,
+        )
+
+
+def _sample(args: argparse.Namespace, options: Any, scenarios: list[Any], stop: _Interrupt) -> Any:
+    from openprogram_sim.eval import ProgressBar, evaluate_all
+
+    out = sys.stdout
+    results: list[Any] = []
+    bar = ProgressBar(len(scenarios) * options.samples, enabled=not args.quiet)
+    run = evaluate_all(scenarios, options, on_progress=bar.update, should_stop=stop.is_set)
+    with bar:
+        try:
+            for result in run:
+                results.append(result)
+                bar.echo(_result_text(result, options), out)
+        except KeyboardInterrupt:  # the second Ctrl-C, or one before the handler was in place
+            stop.set()
+    return results, run.budget
+
+
 def command(args: argparse.Namespace) -> int:
-    from openprogram_sim.eval import EvalSetupError, compare, evaluate
+    from openprogram_sim.eval import EvalSetupError, compare
 
     out = sys.stdout
     results: list[Any] = []
@@ -87,18 +133,14 @@ def command(args: argparse.Namespace) -> int:
         options = _options(args)
         baseline = _baseline(args.baseline)
         scenarios = _load(args)
+        _unpriced(options)
         with stop.installed():
-            for scenario in scenarios:
-                result = evaluate(scenario, options, should_stop=stop.is_set)
-                results.append(result)
-                _print_result(result, options, out)
-                if stop.is_set():
-                    break
+            results, budget = _sample(args, options, scenarios, stop)
     except (ScenarioError, CassetteError, OpenProgramError, EvalSetupError, ValueError) as exc:
         print(f"openprogram-sim eval: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # the second Ctrl-C, or one before the handler was in place
-        stop.set()
+    if args.report:
+        _write_report(Path(args.report), results, scenarios, options, args)
     if stop.is_set():
         print(
             f"openprogram-sim eval: interrupted after {len(results)} scenario(s); the samples "
@@ -111,22 +153,52 @@ def command(args: argparse.Namespace) -> int:
         mark = "CHANGED" if change.significant else "same"
         print(f"baseline  {mark:8} {change.path}  {change.describe()}", file=out)
     if args.json:
-        _write_json(Path(args.json), results, changes, options, args)
+        _write_json(Path(args.json), results, changes, options, args, budget)
+    if args.junitxml:
+        from openprogram_sim.eval import write_eval_junit
+
+        write_eval_junit(results, args.junitxml, model=options.model)
+    print("\n" + _totals(results, changes, options, budget, baseline is not None), file=out)
     failed = [r for r in results if not r.ok]
+    dropped = [c for c in changes if c.dropped]
+    return 1 if failed or dropped else 0
+
+
+def _dollars(value: float) -> str:
+    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+
+
+def _totals(
+    results: list[Any], changes: list[Any], options: Any, budget: Any, against: bool
+) -> str:
+    """The eval's last lines: the verdicts, the samples, the spend and the budget."""
     dropped = [c for c in changes if c.dropped]
     counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "undecided")}
     said = f"{counts['pass']} passed, {counts['fail']} failed"
     if counts["undecided"]:
         said += f", {counts['undecided']} undecided (not passed: raise --samples)"
-    if baseline is not None:
+    if against:
         said += f"; {len(dropped)} dropped against the baseline"
     total = sum(r.n for r in results)
-    print(
-        f"\n{len(results)} scenarios: {said} ({options.model}, {total} samples; cassettes "
-        f"under {options.out})",
-        file=out,
+    spent = [r.spent() for r in results]
+    money = (
+        f"; {_dollars(sum(s for s in spent if s is not None))} spent"
+        if results and all(s is not None for s in spent)
+        else ""
     )
-    return 1 if failed or dropped else 0
+    retried = sum(r.retries for r in results)
+    retries = f"; {retried} model call(s) retried" if retried else ""
+    lines = [
+        f"{len(results)} scenarios: {said} ({options.model}, {total} samples{money}{retries}; "
+        f"cassettes under {options.out})"
+    ]
+    if budget.stopped:
+        lines.append(
+            f"budget {_dollars(budget.limit)}: stopped by it after {_dollars(budget.spent)} spent "
+            f"(the next sample was estimated at {_dollars(budget.estimate or 0.0)}); "
+            f"{sum(r.budget_stopped for r in results)} scenario(s) not finished"
+        )
+    return "\n".join(lines)
 
 
 class _Interrupt:
@@ -178,53 +250,87 @@ def _decision(result: Any) -> str:
     return f"threshold {test.threshold:g}: {how} (Clopper-Pearson at {level})"
 
 
-def _print_result(result: Any, options: Any, out: TextIO) -> None:
+def _stopping(result: Any) -> str:
+    if result.stopped_early:
+        return f"stopped after {result.n} of {result.max_samples} samples: the verdict was decided"
+    if result.interrupted:
+        return f"interrupted after {result.n} of {result.max_samples} samples"
+    if result.budget_stopped:
+        return f"stopped by --budget after {result.n} of {result.max_samples} samples"
+    return f"{result.n} samples"
+
+
+def _money_lines(result: Any) -> list[str]:
+    lines = []
+    used = result.usage()
+    cost = result.cost()
+    if any(used.values()):
+        tokens = ", ".join(f"{v} {k}" for k, v in used.items() if v)
+        each = sum(used.get(k, 0) for k in ("input", "output")) / max(result.n, 1)
+        priced = (
+            f"; cost {_dollars(cost)} ({_dollars(cost / max(result.n, 1))} a sample)"
+            if cost is not None
+            else "; no price for the model"
+        )
+        lines.append(f"tokens: {tokens} ({each:.0f} in and out a sample){priced}")
+    if result.discarded:
+        spent = result.spent()
+        lines.append(
+            f"discarded: sample(s) {', '.join(map(str, result.discarded))}, in flight when "
+            "the verdict was decided (not counted; their cassettes removed"
+            + (f"; {_dollars(result.discarded_cost)} of the spend)" if spent is not None else ")")
+        )
+    if result.retries:
+        statuses = sorted({r["status"] for s in result.samples for r in s.retries})
+        lines.append(
+            f"retries: {result.retries} model call(s) retried (HTTP "
+            f"{', '.join(map(str, statuses))}); each kept in its sample's cassette"
+        )
+    return lines
+
+
+def _result_text(result: Any, options: Any) -> str:
+    """A scenario's lines in the summary."""
     interval = result.interval
     head = (
         f"{_VERDICT[result.verdict]:9} {result.path}  {result.passed}/{result.n} passed "
         f"(rate {result.rate:.3f}, {options.confidence:.0%} interval {interval})"
     )
-    print(head + ("  flaky" if result.flaky else ""), file=out)
-    stop = (
-        f"stopped after {result.n} of {result.max_samples} samples: the verdict was decided"
-        if result.stopped_early
-        else f"interrupted after {result.n} of {result.max_samples} samples"
-        if result.interrupted
-        else f"{result.n} samples"
-    )
-    print(f"          {stop}; {_decision(result)}", file=out)
-    at = "  ".join(f"pass@{k} {v:.3f}" for k, v in result.pass_at().items())
-    print(f"          {at}", file=out)
-    rates = "  ".join(f"{k} {p}/{n}" for k, (p, n) in result.rates().items())
-    print(f"          expectations: {rates}", file=out)
-    used = result.usage()
-    if any(used.values()):
-        tokens = ", ".join(f"{v} {k}" for k, v in used.items() if v)
-        each = sum(used.get(k, 0) for k in ("input", "output")) / max(result.n, 1)
-        print(f"          tokens: {tokens} ({each:.0f} in and out a sample)", file=out)
+    lines = [head + ("  flaky" if result.flaky else "")]
+    lines.append(f"{_stopping(result)}; {_decision(result)}")
+    if result.n:
+        lines.append("  ".join(f"pass@{k} {v:.3f}" for k, v in result.pass_at().items()))
+        lines.append("expectations: " + "  ".join(
+            f"{k} {p}/{n}" for k, (p, n) in result.rates().items()
+        ))  # fmt: skip
+    lines += _money_lines(result)
     if result.not_applicable:
-        print(
-            f"          not applicable: {', '.join(result.not_applicable)} (they pin what a "
-            "script does)",
-            file=out,
+        lines.append(
+            f"not applicable: {', '.join(result.not_applicable)} (they pin what a script does)"
         )
     for regression in result.regressions:
-        print(
-            f"          regression: {regression.path} ({regression.count} failing sample(s) "
-            f"made this trajectory; it fails on {', '.join(regression.failed)})",
-            file=out,
+        lines.append(
+            f"regression: {regression.path} ({regression.count} failing sample(s) made this "
+            f"trajectory; it fails on {', '.join(regression.failed)})"
         )
     failing = [s for s in result.samples if not s.passed]
+    out = [lines[0], *(" " * 10 + line for line in lines[1:])]
     if failing and result.verdict != "pass":
         first = failing[0]
-        print(f"          first failing sample: {first.cassette}", file=out)
-        for line in first.failures[0].splitlines()[:6]:
-            print(f"            {line}", file=out)
+        out.append(f"          first failing sample: {first.cassette}")
+        out += [f"            {line}" for line in first.failures[0].splitlines()[:6]]
+    return "\n".join(out)
 
 
 def _write_json(
-    path: Path, results: list[Any], changes: list[Any], options: Any, args: argparse.Namespace
+    path: Path,
+    results: list[Any],
+    changes: list[Any],
+    options: Any,
+    args: argparse.Namespace,
+    budget: Any,
 ) -> None:
+    from openprogram_sim.cassettes._atomic import atomic_write
     from openprogram_sim.eval import JSON_VERSION
 
     by_path = {c.path: c for c in changes}
@@ -234,17 +340,44 @@ def _write_json(
         change = by_path.get(result.path)
         entry["baseline"] = change.to_json() if change is not None else None
         scenarios.append(entry)
+    spent = [r.spent() for r in results]
     data = {
         "version": JSON_VERSION,
         "model": options.model,
         "confidence": options.confidence,
         "threshold": options.threshold,
         "max_samples": options.samples,
+        "concurrency": options.slots(),
+        "max_retries": options.retries.max_retries,
         "baseline": args.baseline,
+        "cost": {
+            "spent_usd": sum(s for s in spent if s is not None)
+            if all(s is not None for s in spent)
+            else None,
+            "budget_usd": options.budget,
+            "stopped_by_budget": budget.stopped,
+            "next_sample_estimate_usd": budget.estimate if budget.stopped else None,
+            "pricing": options.prices().describe(options.model),
+        },
+        "retries": sum(r.retries for r in results),
         "scenarios": scenarios,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _write_report(
+    path: Path, results: list[Any], scenarios: list[Any], options: Any, args: argparse.Namespace
+) -> None:
+    from openprogram_sim.eval import write_eval_report
+
+    write_eval_report(
+        results,
+        path,
+        model=options.model,
+        source=" ".join(args.scenarios),
+        scenarios={s.path: s for s in scenarios},
+        pythonpath=args.pythonpath or (),
+    )
 
 
 def _rate(text: str) -> float:
@@ -265,8 +398,9 @@ def add_parser(sub: Any) -> None:
         "expectations that apply to a real model (trajectory, properties, result, raises). "
         "With --threshold P a scenario passes when the pass rate's lower bound clears P and "
         "fails when its upper bound falls below it, and sampling stops as soon as that is "
-        "decided. Exit status: 0 every scenario passed, 1 one did not (or dropped against "
-        "--baseline), 2 a file could not be loaded or the eval could not run.",
+        "decided. Exit status: 0 every scenario passed, 1 one did not (undecided, stopped by "
+        "--budget before its verdict, or dropped against --baseline), 2 a file could not be "
+        "loaded, an option is wrong, the eval could not run, or it was interrupted.",
     )
     parser.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="files or folders")
     parser.add_argument(
@@ -314,7 +448,62 @@ def add_parser(sub: Any) -> None:
         help="real time each sample's run may take (default 120; the scenario's timeout: is "
         "set for the scripted model)",
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="K",
+        help="samples run at once, over the scenarios too (default 1); the verdict is read "
+        "from the samples in the order they started, so K changes the time, not the verdict",
+    )
+    parser.add_argument(
+        "--max-concurrency-per-provider",
+        action="append",
+        default=[],
+        metavar="PROVIDER=N",
+        help="never more than N samples at once against PROVIDER, whatever --concurrency "
+        "says (repeatable, e.g. openai=4 anthropic=2)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        default=4,
+        metavar="N",
+        help="retries of a model call refused with HTTP 429 or 5xx (default 4; its "
+        "retry-after-ms or retry-after honoured, else exponential backoff with jitter)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="USD",
+        help="dollars the eval may spend: a sample whose estimated cost (the mean of those "
+        "so far) would pass it is not started; needs a price for --model",
+    )
+    parser.add_argument(
+        "--pricing",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a TOML price table over the bundled one (its layout; repeatable, later wins); "
+        "[tool.openprogram.pricing] in pyproject.toml is read too",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar (it is drawn only when stderr is a terminal)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    parser.add_argument(
+        "--report",
+        metavar="PATH",
+        help="write the HTML report's eval view (written on Ctrl-C too, with what ran)",
+    )
+    parser.add_argument(
+        "--junitxml",
+        metavar="PATH",
+        help="write JUnit XML: a test case per scenario, its rates as properties",
+    )
     parser.add_argument(
         "--baseline",
         metavar="FILE",

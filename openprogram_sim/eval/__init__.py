@@ -18,10 +18,14 @@ verdict (``openprogram-sim eval``; see docs/evals.md).
 from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, judge
 from openprogram_sim.eval._junit import eval_properties, eval_summary, write_eval_junit
 from openprogram_sim.eval._options import EvalOptions, scenario_slug
+from openprogram_sim.eval._pricing import Price, PriceTable, load_pricing
+from openprogram_sim.eval._progress import ProgressBar
 from openprogram_sim.eval._regressions import trajectory_key, write_regressions
 from openprogram_sim.eval._report import eval_records, render_eval_report, write_eval_report
+from openprogram_sim.eval._retries import RetryingTransport, RetryPolicy
 from openprogram_sim.eval._sample import EvalSetupError, replay_sample
 from openprogram_sim.eval._sampling import evaluate
+from openprogram_sim.eval._scheduling import Budget, EvalRun, Tally, evaluate_all
 from openprogram_sim.eval._stats import (
     Interval,
     SequentialTest,
@@ -47,15 +51,23 @@ __all__ = [
     "APPLICABLE",
     "JSON_VERSION",
     "NOT_APPLICABLE",
+    "Budget",
     "Change",
     "EvalOptions",
+    "EvalRun",
     "EvalSetupError",
     "Interval",
     "Judgement",
+    "Price",
+    "PriceTable",
+    "ProgressBar",
     "Regression",
+    "RetryPolicy",
+    "RetryingTransport",
     "Sample",
     "ScenarioResult",
     "SequentialTest",
+    "Tally",
     "Verdict",
     "ask_recorded",
     "binomial_cdf",
@@ -66,8 +78,10 @@ __all__ = [
     "eval_records",
     "eval_summary",
     "evaluate",
+    "evaluate_all",
     "fisher_exact",
     "judge",
+    "load_pricing",
     "pass_at_k",
     "render_eval_report",
     "replay_sample",

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from openprogram_sim.cassettes import Cassette
+from openprogram_sim.eval._pricing import PriceTable, load_pricing
+from openprogram_sim.eval._retries import RetryPolicy, retrying_client
 from openprogram_sim.eval._stats import SequentialTest
 
 __all__ = ["EvalOptions", "scenario_slug"]
@@ -31,8 +37,31 @@ class EvalOptions:
     timeout: float = 120.0
     """Seconds of real time each sample's run may take (in place of the scenario's
     ``timeout:``, which is set for the scripted model)."""
+    concurrency: int = 1
+    """Samples in flight at once (over the scenarios too)."""
+    provider_limits: Mapping[str, int] = field(default_factory=dict)
+    """The most samples in flight per provider (``openai``: 4); :meth:`slots` is the
+    smaller of this and :attr:`concurrency` for the model's provider."""
+    retries: RetryPolicy = field(default_factory=RetryPolicy)
+    """How a model call refused with 429 or 5xx is retried (see :mod:`._retries`)."""
+    budget: float | None = None
+    """Dollars the eval may spend: no sample is started whose estimated cost would take
+    the spend past it."""
+    pricing: PriceTable | None = None
+    """The prices (None: the bundled table with the pyproject's overrides, read when the
+    eval starts)."""
 
     def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"--concurrency must be at least 1, got {self.concurrency}")
+        for provider, limit in self.provider_limits.items():
+            if limit < 1:
+                raise ValueError(
+                    f"--max-concurrency-per-provider {provider}={limit}: the limit must be at "
+                    "least 1"
+                )
+        if self.budget is not None and not (math.isfinite(self.budget) and self.budget > 0):
+            raise ValueError(f"--budget must be dollars > 0 (e.g. 2.50), got {self.budget}")
         if not self.timeout > 0:
             raise ValueError(f"--timeout must be a number of seconds > 0, got {self.timeout}")
         if self.samples < 1:
@@ -49,6 +78,25 @@ class EvalOptions:
             raise ValueError(
                 f"--model {self.model!r} is not PROVIDER:MODEL (e.g. openai:gpt-4o-mini)"
             )
+
+    @property
+    def provider(self) -> str:
+        """The provider part of :attr:`model`."""
+        return self.model.partition(":")[0]
+
+    def slots(self) -> int:
+        """Samples in flight at once: :attr:`concurrency`, within the provider's limit."""
+        limit = self.provider_limits.get(self.provider)
+        return self.concurrency if limit is None else min(self.concurrency, limit)
+
+    def prices(self) -> PriceTable:
+        """:attr:`pricing`, or the bundled table with the pyproject's overrides."""
+        return self.pricing if self.pricing is not None else load_pricing()
+
+    def client(self, cassette: Cassette, **options: Any) -> Any:
+        """The ``httpx2.AsyncClient`` a sample's adapter sends through: answered by its
+        ``cassette``, a 429 or 5xx retried under :attr:`retries`."""
+        return retrying_client(cassette, self.retries, **options)
 
     def test(self) -> SequentialTest | None:
         """The sequential test of the verdict (None without a threshold)."""

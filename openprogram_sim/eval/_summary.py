@@ -44,13 +44,19 @@ class Sample:
     usage: dict[str, int] = field(default_factory=dict)
     """Tokens over its model calls, as the provider reported them (``input``, ``output``,
     ``cache_read``, ``cache_write``, ``reasoning``)."""
+    cost: float | None = None
+    """Dollars for :attr:`usage` at the eval's prices (None: the model has no price)."""
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    """Each refused model call retried (429 or 5xx): its call, status, what the server
+    asked, the seconds waited; also in the cassette's metadata."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index, "passed": self.passed, "checks": dict(self.checks),
             "failures": list(self.failures), "cassette": self.cassette, "error": self.error,
             "model_calls": self.model_calls, "calls": list(self.calls),
-            "usage": dict(self.usage),
+            "usage": dict(self.usage), "cost_usd": self.cost,
+            "retries": [dict(r) for r in self.retries],
         }  # fmt: skip
 
 
@@ -90,6 +96,17 @@ class ScenarioResult:
     """The regression scenarios written for its failing samples."""
     interrupted: bool = False
     """Whether sampling was stopped by the user (Ctrl-C) before it ended."""
+    budget_stopped: bool = False
+    """Whether ``--budget`` stopped sampling before the verdict was decided (the next
+    sample's estimated cost would have passed it)."""
+    discarded: list[int] = field(default_factory=list)
+    """Samples that were in flight when the verdict was decided (``--concurrency``): not
+    counted (the verdict is read from the samples in the order they started), their
+    cassettes removed."""
+    discarded_cost: float = 0.0
+    """What the discarded samples cost (part of the spend)."""
+    priced: bool = True
+    """Whether the model had a price (False: tokens are reported without a cost)."""
 
     @property
     def n(self) -> int:
@@ -117,7 +134,7 @@ class ScenarioResult:
     @property
     def stopped_early(self) -> bool:
         """Whether the verdict was decided before the last sample."""
-        return self.n < self.max_samples and not self.interrupted
+        return self.n < self.max_samples and not (self.interrupted or self.budget_stopped)
 
     def test(self) -> SequentialTest | None:
         if self.threshold is None:
@@ -146,6 +163,22 @@ class ScenarioResult:
             for key, value in sample.usage.items():
                 total[key] = total.get(key, 0) + value
         return total
+
+    def cost(self) -> float | None:
+        """Dollars over every sample counted (None: the model has no price)."""
+        if not self.priced:
+            return None
+        return sum(s.cost or 0.0 for s in self.samples)
+
+    def spent(self) -> float | None:
+        """Dollars spent: :meth:`cost` and the discarded samples'."""
+        cost = self.cost()
+        return None if cost is None else cost + self.discarded_cost
+
+    @property
+    def retries(self) -> int:
+        """Model calls retried over every sample."""
+        return sum(len(s.retries) for s in self.samples)
 
     def pass_at(self) -> dict[int, float]:
         return {k: pass_at_k(self.n, self.passed, k) for k in PASS_AT if k <= self.n}
@@ -179,11 +212,16 @@ class ScenarioResult:
             ),
             "stopped_early": self.stopped_early,
             "interrupted": self.interrupted,
+            "budget_stopped": self.budget_stopped,
+            "discarded": list(self.discarded),
             "flaky": self.flaky,
             "pass_at_k": {str(k): v for k, v in self.pass_at().items()},
             "expectations": {k: {"passed": p, "samples": n} for k, (p, n) in self.rates().items()},
             "not_applicable": list(self.not_applicable),
             "usage": self.usage(),
+            "cost_usd": self.cost(),
+            "spent_usd": self.spent(),
+            "retries": self.retries,
             "regressions": [r.to_json() for r in self.regressions],
             "sample_results": [s.to_json() for s in self.samples],
         }  # fmt: skip

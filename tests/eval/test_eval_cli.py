@@ -57,13 +57,18 @@ def sessions_url(server: WireServer) -> str:
 
 
 def run_eval(
-    tmp_path: Path, url: str, *extra: str, scenario: Path = WEIGHTED
+    tmp_path: Path,
+    url: str,
+    *extra: str,
+    scenario: Path = WEIGHTED,
+    model: str = "openai:gpt-4o-mini",
+    cwd: Path = ROOT,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     out = tmp_path / "results.json"
-    shown = scenario.relative_to(ROOT) if scenario.is_relative_to(ROOT) else scenario
+    shown = scenario.relative_to(cwd) if scenario.is_relative_to(cwd) else scenario
     done = eval_cli(
-        str(shown), "--model", "openai:gpt-4o-mini", "--base-url", url,
-        "--out", str(tmp_path / "eval"), "--json", str(out), *extra, cwd=ROOT,
+        str(shown), "--model", model, "--base-url", url,
+        "--out", str(tmp_path / "eval"), "--json", str(out), *extra, cwd=cwd,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     return done, json.loads(out.read_text())
