@@ -52,7 +52,7 @@ def banner(server: Any, title: str, turns: int) -> str:
         f"listening on {url}  (Ctrl-C to stop); base URLs (SDKs and openprogram alike):",
         *(f"  {name.ljust(width)}  {link}  {what}" for name, link, what in rows),
         f"sessions: {url}/s/NAME/... (e.g. {url}/s/NAME/v1) plays a fresh copy of the "
-        "script per NAME",
+        f"script per NAME; GET {url}/s/NAME/trace gives a live one's trace (JSON)",
         f"  DELETE {url}/s/NAME ends one and answers with its report (GET: so far); "
         f"{_limits(server)}",
     ]
@@ -103,7 +103,16 @@ def command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    problem = _output_problem(args)
+    if problem is not None:
+        print(f"openprogram-sim serve: {problem}", file=sys.stderr)
+        return 2
     log = None if args.quiet else _printer(sys.stderr)
+    details = None
+    if args.report or args.junitxml:
+        from openprogram_sim.report import session_details
+
+        details = session_details(scenario)
     try:
         server = scenario_server(
             scenario,
@@ -120,6 +129,7 @@ def command(args: argparse.Namespace) -> int:
             body_min_rate=args.body_min_rate or None,
             max_connections=args.max_connections or None,
             client_checks=_client_checks(args),
+            details=details,
         )
     except OSError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
@@ -130,7 +140,24 @@ def command(args: argparse.Namespace) -> int:
     with _stop_on_signals(server):  # before the banner: a client may act on it at once
         print(banner(server, scenario.scenario, len(server.app.script)), flush=True)
         server.run()
-    return _report(server, sys.stdout)
+    return _report(server, sys.stdout, args, scenario)
+
+
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why a file ``--report`` or ``--junitxml`` names cannot be written (None: it can),
+    found before serving, not after the clients ran."""
+    from pathlib import Path
+
+    for flag, value in (("--report", args.report), ("--junitxml", args.junitxml)):
+        if value is None:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            return f"{flag} {value} is a directory; give the file to write, e.g. {value}/report"
+        parent = next((p for p in path.absolute().parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            return f"{flag} {value}: {parent} is a file, not a directory"
+    return None
 
 
 def _client_checks(args: argparse.Namespace) -> Any:
@@ -162,7 +189,7 @@ def _stop_on_signals(server: Any) -> Generator[None, None, None]:
             signal.signal(s, handler)
 
 
-def _report(server: Any, out: TextIO) -> int:
+def _report(server: Any, out: TextIO, args: argparse.Namespace, scenario: Any) -> int:
     report = server.check()
     sessions = ", ".join(report.checked)
     calls = report.model_calls
@@ -173,10 +200,49 @@ def _report(server: Any, out: TextIO) -> int:
             "expect.properties and the client checks hold",
             file=out,
         )
-        return 0
-    print(f"FAIL {len(report.failures)} problem(s)", file=out)
-    print(report.render(), file=out)
-    return 1
+        status = 0
+    else:
+        print(f"FAIL {len(report.failures)} problem(s)", file=out)
+        print(report.render(), file=out)
+        status = 1
+    if args.coverage:
+        print(f"\n{_coverage(report).table()}", file=out)
+    written = _write_files(report, args, scenario, out)
+    return status if written else 2
+
+
+def _coverage(report: Any) -> Any:
+    """The client behaviours the sessions showed (each named session, and the default
+    one when it had requests)."""
+    from openprogram_sim.coverage import WireCoverage, wire_behaviours
+
+    coverage = WireCoverage()
+    for one in report.sessions:
+        if one.name is not None or one.requests:
+            coverage.add(one.label, wire_behaviours(one))
+    return coverage
+
+
+def _write_files(report: Any, args: argparse.Namespace, scenario: Any, out: TextIO) -> bool:
+    """Write ``--report`` and ``--junitxml``; False when one could not be written."""
+    from openprogram_sim.report import write_session_junit, write_session_report
+
+    ok = True
+    for flag, value, write in (
+        ("--report", args.report, write_session_report),
+        ("--junitxml", args.junitxml, write_session_junit),
+    ):
+        if value is None:
+            continue
+        try:
+            path = write(value, report, scenario=scenario.scenario, scenario_path=args.scenario)
+        except OSError as exc:
+            print(f"openprogram-sim serve: {flag}: cannot write {value}: {exc}", file=sys.stderr)
+            ok = False
+            continue
+        what = "report" if flag == "--report" else "JUnit XML"
+        print(f"{what}: {path} ({len(report.sessions)} session(s))", file=out)
+    return ok
 
 
 def _non_negative(kind: type[float] | type[int]) -> Any:
@@ -209,7 +275,7 @@ def add_parser(sub: Any) -> None:
         "official SDKs, other agent frameworks, openprogram's adapters. At exit (Ctrl-C), "
         "turns never requested, expect.requests, and on each /s/NAME session's trace "
         "expect.trajectory, expect.properties and the client invariants are checked (exit "
-        "status 1 on failure).",
+        "status 1 on failure); --report, --junitxml and --coverage show every session.",
     )
     serve.add_argument("scenario", help="the scenario file")
     serve.add_argument(
@@ -283,6 +349,24 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="retries of one request in a row the max_retries invariant allows "
         f"(default: the scenario's wire: max_retries, else {DEFAULT_MAX_RETRIES})",
+    )
+    serve.add_argument(
+        "--report",
+        metavar="PATH",
+        help="at exit, write one self-contained HTML report: a section per session with its "
+        "verdict, its failures and its timeline, and the client behaviours seen",
+    )
+    serve.add_argument(
+        "--junitxml",
+        metavar="PATH",
+        help="at exit, write a JUnit XML file: a test case per session (name: the session's, "
+        "classname: the scenario file)",
+    )
+    serve.add_argument(
+        "--coverage",
+        action="store_true",
+        help="at exit, print which client behaviours the sessions showed (a tool error "
+        "passed back, retry-after honoured, a cut stream recovered, ...)",
     )
     add_pythonpath(serve, "scenario")
     serve.set_defaults(func=command)

@@ -29,6 +29,11 @@ With ``--coverage-source PKG``, :class:`CodeCoverage` measures the user's code w
 coverage.py, one dynamic context per scenario, into a normal ``.coverage`` file;
 :func:`tool_code` reads it back per tool. :func:`suggest` writes a starter scenario for
 each behaviour nothing exercises, on the suite's own tools.
+
+On the wire (``openprogram-sim serve --coverage``), :data:`WIRE_CATALOGUE` lists a served
+client's own behaviours (passed a tool error back, honoured ``retry-after``, recovered from
+a cut stream, ...); :func:`wire_behaviours` reads them from a session's report and
+:class:`WireCoverage` counts them over a server's sessions.
 """
 
 from openprogram_sim.coverage._asserted import EXPECTATION_KEYS, expectation_keys
@@ -53,10 +58,17 @@ from openprogram_sim.coverage._code import (
 )
 from openprogram_sim.coverage._suggest import starter_document, starter_text, suggest
 from openprogram_sim.coverage._summary import BehaviourCoverage, RunBehaviours, behaviours_of
+from openprogram_sim.coverage._wire import (
+    WIRE_CATALOGUE,
+    WireBehaviour,
+    WireCoverage,
+    wire_behaviours,
+)
 
 __all__ = [
     "CATALOGUE",
     "EXPECTATION_KEYS",
+    "WIRE_CATALOGUE",
     "Behaviour",
     "BehaviourCoverage",
     "CodeCoverage",
@@ -64,6 +76,8 @@ __all__ = [
     "CoverageNotInstalledError",
     "RunBehaviours",
     "UnknownBehaviourError",
+    "WireBehaviour",
+    "WireCoverage",
     "Witness",
     "behaviour",
     "behaviours_of",
@@ -79,6 +93,7 @@ __all__ = [
     "suggest",
     "tool_code",
     "tool_locations",
+    "wire_behaviours",
 ]
 
 for _cls in (
@@ -89,6 +104,8 @@ for _cls in (
     CoverageNotInstalledError,
     RunBehaviours,
     UnknownBehaviourError,
+    WireBehaviour,
+    WireCoverage,
     Witness,
 ):
     _cls.__module__ = __name__

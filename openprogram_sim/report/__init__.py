@@ -16,9 +16,28 @@ Each run of a record carries its timeline, the tree of execs, rounds and items t
 :func:`build_timeline` makes from its trace; the page's script only draws it.
 
 Used by the pytest plugin (``--openprogram-report``) and by ``openprogram-sim run --report``.
+
+The sessions of ``openprogram-sim serve`` are records too (kind ``session``:
+:func:`session_record`, :func:`served_records`), with a timeline built from each session's
+trace; :func:`session_html` and :func:`session_junit` are the writers
+:meth:`WireServer.check(write=) <openprogram_sim.wire.WireServer.check>` takes (``serve
+--report`` and ``--junitxml``), and :func:`session_details` what a server keeps of each
+session's trace for them (the trajectory's score, each property's verdict)::
+
+    from openprogram_sim.play import serve_scenario
+    from openprogram_sim.report import session_details, session_html
+
+    with serve_scenario(path, details=session_details(path)) as server:
+        ...  # clients, each under its own /s/NAME/
+        server.check(write=session_html("report.html", scenario=path))
 """
 
-from openprogram_sim.report._expectations import expectation_checks, junit_properties
+from openprogram_sim.report._expectations import (
+    expectation_checks,
+    junit_properties,
+    trace_checks,
+)
+from openprogram_sim.report._junit import served_junit, session_junit, write_session_junit
 from openprogram_sim.report._records import (
     format_verdict,
     invalid_record,
@@ -29,6 +48,13 @@ from openprogram_sim.report._records import (
     trace_properties,
 )
 from openprogram_sim.report._render import embed_json, render_report, write_report
+from openprogram_sim.report._sessions import (
+    served_records,
+    session_details,
+    session_html,
+    session_record,
+    write_session_report,
+)
 from openprogram_sim.report._timeline import build_timeline
 
 __all__ = [
@@ -43,6 +69,15 @@ __all__ = [
     "run_entry",
     "scenario_props",
     "scenario_record",
+    "served_junit",
+    "served_records",
+    "session_details",
+    "session_html",
+    "session_junit",
+    "session_record",
+    "trace_checks",
     "trace_properties",
     "write_report",
+    "write_session_junit",
+    "write_session_report",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["LINKS_SHOWN", "behaviour_view", "tool_view"]
+__all__ = ["LINKS_SHOWN", "behaviour_view", "tool_view", "wire_view"]
 
 LINKS_SHOWN = 6
 """Scenario links shown per behaviour in the table (the matrix has every one)."""
@@ -89,6 +89,49 @@ def behaviour_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         "table": table,
         "matrix": matrix,
         "expectations": _expectations(coverage.expectations, EXPECTATION_KEYS),
+    }
+
+
+def wire_view(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The client behaviours the report's session rows showed (:data:`~openprogram_sim.
+    coverage.WIRE_CATALOGUE`), each with links to the sessions that showed it; None when no
+    row is a served session."""
+    from openprogram_sim.coverage import WIRE_CATALOGUE, WireCoverage
+
+    sessions = [
+        (i, r) for i, r in enumerate(rows) if r.get("kind") == "session" and "wire_behaviours" in r
+    ]
+    if not sessions:
+        return None
+    coverage = WireCoverage()
+    for _, r in sessions:
+        coverage.add(str(r["id"]), r["wire_behaviours"])
+    table = []
+    for b in WIRE_CATALOGUE:
+        links = [
+            {"row": i, "label": str(r["id"]), "title": r.get("title") or r["id"]}
+            for i, r in sessions
+            if b.id in r["wire_behaviours"]
+        ]
+        table.append(
+            {
+                "id": b.id,
+                "group": b.group,
+                "title": b.title,
+                "seen_when": b.seen,
+                "status": "seen" if links else "missing",
+                "sessions": len(links),
+                "links": links[:LINKS_SHOWN],
+                "more": max(0, len(links) - LINKS_SHOWN),
+            }
+        )
+    return {
+        "total": len(WIRE_CATALOGUE),
+        "seen": len(WIRE_CATALOGUE) - len(coverage.missing),
+        "percent": coverage.percent,
+        "sessions": len(sessions),
+        "missing": coverage.missing,
+        "table": table,
     }
 
 

@@ -17,7 +17,7 @@ from openprogram_sim.trace import describe_rule
 if TYPE_CHECKING:
     from openprogram_sim.play import RunOutcome, Verdict
 
-__all__ = ["expectation_checks", "junit_properties"]
+__all__ = ["expectation_checks", "junit_properties", "trace_checks"]
 
 _SCORED_BY = {
     "exact": "F1",
@@ -123,6 +123,25 @@ def expectation_checks(verdict: Verdict) -> dict[str, Any]:
             trajectories.append(found)
         properties.extend(_properties(label, run, outcome))
     return {"trajectory": trajectories, "properties": properties}
+
+
+class _Traced:
+    """What the checks read of a run: the scenario and a trace (a served session's)."""
+
+    def __init__(self, scenario: Any, trace: list[dict[str, Any]]) -> None:
+        self.scenario = scenario
+        self.trace = trace
+
+
+def trace_checks(scenario: Any, trace: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`expectation_checks` of ``scenario``'s top-level ``expect.trajectory`` and
+    ``expect.properties`` on ``trace`` (a served session's), the same dicts."""
+    traced: Any = _Traced(scenario, trace)
+    found = _trajectory("", 0, traced)
+    return {
+        "trajectory": [found] if found is not None else [],
+        "properties": _properties("", 0, traced),
+    }
 
 
 def _prefix(label: str) -> str:

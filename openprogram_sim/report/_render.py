@@ -23,7 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 from openprogram_sim.cassettes._atomic import atomic_write
-from openprogram_sim.report._coverage import behaviour_view, tool_view
+from openprogram_sim.report._coverage import behaviour_view, tool_view, wire_view
 
 __all__ = ["embed_json", "render_report", "write_report"]
 
@@ -65,7 +65,7 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-_DETAIL_KEYS = ("id", "kind", "description", "props", "result", "error", "runs")
+_DETAIL_KEYS = ("id", "kind", "description", "props", "result", "error", "runs", "session")
 """What the page's script needs to draw a row's body when it is opened (one JSON blob for
 the whole page: one element to parse, not one per row)."""
 
@@ -120,15 +120,19 @@ def render_report(
     source: str = "",
     wall_time: float | None = None,
     tool_code: list[dict[str, Any]] | None = None,
+    notes: Iterable[str] = (),
 ) -> str:
     """The HTML page for ``records``: failed, then error, skipped and passed rows, each
-    group sorted by id; with the behaviour coverage of the scenario rows, and
-    ``tool_code`` (:func:`openprogram_sim.coverage.tool_code`) when the user's code was
-    measured."""
+    group sorted by id; with the behaviour coverage of the scenario rows, the client
+    behaviours of the served sessions' rows (kind ``session``), ``tool_code``
+    (:func:`openprogram_sim.coverage.tool_code`) when the user's code was measured, and
+    ``notes`` (lines shown under the summary)."""
     rows = sorted(records, key=_row_key)
     template = _environment().get_template("report.html.j2")
     return template.render(
         coverage=behaviour_view(rows),
+        wire=wire_view(rows),
+        notes=list(notes),
         tools=tool_view(tool_code, rows),
         stats=_stats,
         details=[{k: r.get(k) for k in _DETAIL_KEYS} for r in rows],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import socket
@@ -37,7 +38,13 @@ from openprogram_sim.wire._guard import (
     Listener,
 )
 from openprogram_sim.wire._scripted import WireRequest
-from openprogram_sim.wire._session import RequestCheck, Session, SessionReport
+from openprogram_sim.wire._session import (
+    RequestCheck,
+    Session,
+    SessionCheck,
+    SessionReport,
+    TraceDetails,
+)
 
 if TYPE_CHECKING:
     from openprogram.providers import Provider
@@ -189,8 +196,11 @@ class WireServer:
         body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
         body_min_rate: int | None = DEFAULT_BODY_MIN_RATE,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+        details: TraceDetails | None = None,
     ) -> None:
         refuse_scenario(turns, "WireServer()")
+        if details is not None:
+            check = _with_details(check, details)
         if header_timeout is not None and not header_timeout > 0:
             raise ValueError(f"header_timeout must be > 0 seconds or None, got {header_timeout!r}")
         if max_connections is not None and max_connections < 1:
@@ -432,6 +442,12 @@ class WireServer:
         return [s.report(check) for s in live] + app.ended.failing
 
 
+def _with_details(check: RequestCheck | None, details: TraceDetails) -> SessionCheck:
+    if isinstance(check, SessionCheck):
+        return dataclasses.replace(check, details=details)
+    return SessionCheck(requests=check, details=details)
+
+
 def _check_api(api: str) -> str:
     if api not in _SDK_PATH:
         raise ValueError(f"unknown api {api!r}; use one of: {', '.join(_SDK_PATH)}")
@@ -470,6 +486,7 @@ def serve(
     body_timeout: float | None = DEFAULT_BODY_TIMEOUT,
     body_min_rate: int | None = DEFAULT_BODY_MIN_RATE,
     max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+    details: TraceDetails | None = None,
 ) -> Iterator[WireServer]:
     """Serve a script (a list of turns, each optionally with a ``wire:`` fault) on a real
     loopback port from a background thread::
@@ -505,13 +522,18 @@ def serve(
     seconds, gets HTTP 408 in its API's error shape. A request that arrives while more
     than ``max_connections`` connections (default 512, idle ones included) are open gets
     HTTP 503 in its API's error shape with ``retry-after: 1``. ``None`` turns a limit off.
+
+    ``details`` is called with each session's whole trace when the session is checked, and
+    what it returns is kept in the session's report (``SessionReport.details``):
+    :func:`openprogram_sim.report.session_details` gives the trajectory's score and each
+    property's verdict, which the HTML report shows.
     """
     refuse_scenario(turns, "serve()")
     server = WireServer(
         turns, check=check, host=host, port=port, chunk_size=chunk_size, cycle=cycle,
         session_ttl=session_ttl, max_sessions=max_sessions, max_body=max_body,
         header_timeout=header_timeout, body_timeout=body_timeout,
-        body_min_rate=body_min_rate, max_connections=max_connections,
+        body_min_rate=body_min_rate, max_connections=max_connections, details=details,
     )  # fmt: skip
     server.start()
     try:

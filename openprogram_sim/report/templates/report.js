@@ -191,6 +191,7 @@
     exec.rounds.forEach(function (round, i) {
       var r = el("div", "round");
       var head = add(el("div", "round-head"), el("span", null, "round " + (i + 1) + "/" + total));
+      if (round.note) add(head, el("span", "note", "  " + round.note));
       add(r, numbered(head, round.at));
       round.items.forEach(function (item) { add(r, renderItem(item)); });
       add(box, r);
@@ -281,7 +282,8 @@
     if (d.error) add(body, add(el("p", "outcome raised", "exec raised "), el("code", null, d.error)));
     else if (d.result !== null && d.result !== undefined) {
       var shown = typeof d.result === "string" ? d.result : json(d.result);
-      add(body, add(el("p", "outcome returned", "exec returned "), collapsible("code", shown)));
+      var said = d.kind === "session" ? "final text served " : "exec returned ";
+      add(body, add(el("p", "outcome returned", said), collapsible("code", shown)));
     }
     var runs = d.runs || [];
     runs.forEach(function (run, i) { add(body, renderRun(run, i, runs.length)); });
