@@ -4,6 +4,7 @@ a session keeps for the ``thread`` field (:class:`ThreadStore`)."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 from openprogram.types import Usage
@@ -22,10 +23,14 @@ from openprogram_sim.wire._plan import (
 )
 from openprogram_sim.wire._trace import Served
 
-__all__ = ["THREADS_BETA", "ThreadRefused", "ThreadStore", "encode_anthropic", "message_id"]
+__all__ = ["KEPT", "THREADS_BETA", "ThreadRefused", "ThreadStore", "encode_anthropic", "message_id"]
 
 THREADS_BETA = "message-threads-2026-08-12"
 """The ``anthropic-beta`` value of message threads (the SDK's tool runner sends it)."""
+
+KEPT = 1000
+"""Thread messages a session keeps, the most recent: a ``continue`` from an older one gets
+``thread_not_found``, and the SDK sends the whole history again."""
 
 _CREATE_ONLY = ("system", "tools")
 """What a thread keeps from the request that created it: a ``continue`` sends neither."""
@@ -64,8 +69,11 @@ class ThreadStore:
     and ``tools`` the thread was created with. A ``continue`` that sends only the new
     messages is then read as the whole request a client without threads sends."""
 
-    def __init__(self) -> None:
-        self._kept: dict[str, dict[str, Any]] = {}
+    def __init__(self, limit: int = KEPT) -> None:
+        self.limit = limit
+        """Conversations kept, the most recent: an id older than that is one not kept
+        (a long-lived default session's memory stays bounded)."""
+        self._kept: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     def expand(self, body: dict[str, Any], label: str) -> dict[str, Any]:
         """``body`` as the whole conversation: a ``continue``'s messages preceded by the
@@ -118,6 +126,8 @@ class ThreadStore:
         fields = {f: body[f] for f in _CREATE_ONLY if f in body}
         reply = {"role": "assistant", "content": content}
         self._kept[message_id(seq)] = {"messages": [*history, reply], "fields": fields}
+        if len(self._kept) > self.limit:
+            self._kept.popitem(last=False)
 
 
 _ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}

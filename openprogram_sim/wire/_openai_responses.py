@@ -4,6 +4,7 @@ session keeps for ``previous_response_id`` (:class:`ResponseStore`)."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 from openprogram.types import Usage
@@ -22,6 +23,7 @@ from openprogram_sim.wire._plan import (
 from openprogram_sim.wire._trace import Served
 
 __all__ = [
+    "KEPT",
     "ResponseStore",
     "ResponsesRefused",
     "UnknownResponse",
@@ -29,6 +31,10 @@ __all__ = [
     "encode_openai_responses",
     "response_id",
 ]
+
+
+KEPT = 1000
+"""Responses a session keeps for ``previous_response_id``, the most recent."""
 
 
 def response_id(seq: int) -> str:
@@ -96,8 +102,11 @@ class ResponseStore:
     item, the earlier responses' included, and its output), so a request that sends only
     ``previous_response_id`` and its new items is read as the whole conversation."""
 
-    def __init__(self) -> None:
-        self._kept: dict[str, list[Any]] = {}
+    def __init__(self, limit: int = KEPT) -> None:
+        self.limit = limit
+        """Conversations kept, the most recent: an id older than that is one not kept
+        (a long-lived default session's memory stays bounded)."""
+        self._kept: OrderedDict[str, list[Any]] = OrderedDict()
 
     def expand(self, body: dict[str, Any], label: str) -> dict[str, Any]:
         """``body`` with its ``input`` preceded by the conversation its
@@ -130,6 +139,8 @@ class ResponseStore:
                 {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": args}
             )
         self._kept[response_id(seq)] = [*_items(body.get("input")), *output]
+        if len(self._kept) > self.limit:
+            self._kept.popitem(last=False)
 
 
 def _responses_usage(u: Usage) -> dict[str, Any]:

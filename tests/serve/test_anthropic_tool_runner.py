@@ -246,3 +246,32 @@ def test_the_thread_errors_are_the_apis_shape(anthropic: ModuleType, scenario: P
         'thread: {"type": "fork"} is not a thread; send {"type": "create"} or '
         '{"type": "continue", "previous_message_id": "msg_..."}',
     )
+
+
+def test_a_session_keeps_the_most_recent_conversations_only() -> None:
+    """A long-lived session (the default one never ends) keeps the last ``KEPT`` thread
+    messages and responses: continuing an older one is continuing one not kept."""
+    from openprogram_sim.wire._anthropic import KEPT, ThreadRefused, ThreadStore
+    from openprogram_sim.wire._openai_responses import ResponseStore, UnknownResponse
+    from openprogram_sim.wire._trace import Served
+
+    threads, responses = ThreadStore(limit=2), ResponseStore(limit=2)
+    for seq in (1, 2, 3):
+        ask = {"thread": {"type": "create"}, "messages": [{"role": "user", "content": "Hi."}]}
+        threads.keep(seq, ask, Served(status=200, text=f"reply {seq}"))
+        responses.keep(seq, {"input": "Hi."}, Served(status=200, text=f"reply {seq}"))
+
+    def go_on(previous: str) -> dict[str, Any]:
+        body = {"thread": {"type": "continue", "previous_message_id": previous}, "messages": []}
+        return threads.expand(body, "session 's'")
+
+    assert go_on("msg_wire3")["messages"][-1] == {
+        "role": "assistant", "content": [{"type": "text", "text": "reply 3"}],
+    }  # fmt: skip
+    with pytest.raises(ThreadRefused) as lost:
+        go_on("msg_wire1")
+    assert lost.value.code == "thread_not_found"
+    assert len(responses.expand({"previous_response_id": "resp_wire2"}, "s")["input"]) == 2
+    with pytest.raises(UnknownResponse):
+        responses.expand({"previous_response_id": "resp_wire1"}, "s")
+    assert KEPT == 1000 and ThreadStore().limit == ResponseStore().limit == KEPT
