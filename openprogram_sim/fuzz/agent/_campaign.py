@@ -220,14 +220,14 @@ def _signature(done: _Session) -> frozenset[str]:
     """The kinds of failure a session shows (a client check by name, how the agent's run
     ended, turns never requested...): shrinking keeps a case only while it shows one of
     the first failure's, so it does not slip to another bug."""
-    kinds = {done.run.outcome} if done.run.outcome != "ok" else set()
+    kinds: set[str] = {done.run.outcome} if done.run.outcome != "ok" else set()
     for v in done.violations:
         if v.startswith("client check "):
             kinds.add(v.split(" ")[2])
         elif v.startswith("the agent "):
             continue
         else:
-            kinds.add(re.sub(r"[#\d]+", "N", v.split(":")[0])[:60])
+            kinds.add(re.sub(r"#\d+\s*|\d+", "", v).split(":")[0][:60])
     return frozenset(kinds)
 
 

@@ -39,9 +39,7 @@ _KILL = "#   kill -INT %1   # serve's report: exit status 1 while the bug is the
 
 def endpoints(server: WireServer, session: str) -> AgentEndpoints:
     """Session ``session``'s base URLs on ``server``, as an agent is given them."""
-    urls = {api: server.base_url(api, session=session) for api in ("openai", "anthropic",
-                                                                  "gemini", "bedrock")}  # fmt: skip
-    return AgentEndpoints(**urls, env=agent_env(**urls))
+    return AgentEndpoints.of_session(server, session)
 
 
 def _header(target: AgentTarget, seed: int, file: str) -> str:

@@ -73,6 +73,14 @@ class AgentEndpoints:
     api_key: str = PLACEHOLDER_KEY
     env: Mapping[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def of_session(cls, server: Any, session: str) -> AgentEndpoints:
+        """Session ``session``'s URLs on ``server`` (a :class:`~openprogram_sim.wire.
+        WireServer`), with the variables a command would get."""
+        urls = {api: server.base_url(api, session=session)
+                for api in ("openai", "anthropic", "gemini", "bedrock")}  # fmt: skip
+        return cls(**urls, env=agent_env(**urls))
+
 
 def agent_env(openai: str, anthropic: str, gemini: str, bedrock: str) -> dict[str, str]:
     """The variables a command agent gets (on top of the campaign's own environment): each

@@ -52,12 +52,18 @@ TOOLS = [
     },
 ]
 FIXES = ("results", "retry_after")
+_HTTP = httpx.Client(timeout=10)
+"""One HTTP client for every run in this process (an app keeps one; building the SDK's
+own per run costs more than the run)."""
 MAX_ROUNDS = 12
 MAX_RETRIES = 4
 
 
-def _execute(name: str, raw: str) -> str:
-    """Run one tool call; a problem is an error text the model sees."""
+def _execute(name: str, raw: str, strict: bool = False) -> str:
+    """Run one tool call; a problem is an error text the model sees (``strict``: a tool
+    that does not exist raises)."""
+    if strict and name not in ("search", "add"):
+        raise KeyError(f"no tool named {name!r}")
     try:
         args = json.loads(raw or "{}")
     except ValueError:
@@ -128,9 +134,16 @@ def _reply_with_retries(
     raise AssertionError("unreachable")
 
 
-def run(base_url: str, api_key: str, fixes: Collection[str] = ()) -> str:
+def run(
+    base_url: str,
+    api_key: str,
+    fixes: Collection[str] = (),
+    *,
+    pause: float = 0.0,
+    strict: bool = False,
+) -> str:
     """Ask the model, run the tools it picks, until it answers with text."""
-    client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=10)
+    client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, http_client=_HTTP)
     messages: list[Any] = [{"role": "user", "content": "Find the tides, then add 2 and 3."}]
     for _ in range(MAX_ROUNDS):
         text, calls = _reply_with_retries(client, messages, fixes)
@@ -150,11 +163,12 @@ def run(base_url: str, api_key: str, fixes: Collection[str] = ()) -> str:
                 ],
             }
         )
+        time.sleep(pause)
         answered = calls
         if len(calls) == 2 and "results" not in fixes:
             answered = calls[:1]  # planted bug (a): the second result is dropped
         for call in answered:
-            result = _execute(call["name"], call["arguments"])
+            result = _execute(call["name"], call["arguments"], strict)
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
 
@@ -181,6 +195,18 @@ def fixed_results(endpoints: Any) -> str:
 def fixed_retry_after(endpoints: Any) -> str:
     """Bug (b) fixed, bug (a) left (``openai_loop:fixed_retry_after``)."""
     return run(endpoints.openai, endpoints.api_key, ("retry_after",))
+
+
+def strict(endpoints: Any) -> str:
+    """Both bugs fixed, and a third (``openai_loop:strict``): a call to a tool it does not
+    have raises instead of becoming an error result."""
+    return run(endpoints.openai, endpoints.api_key, FIXES, strict=True)
+
+
+def slow_on_tools(endpoints: Any) -> str:
+    """Both bugs fixed, but a round of tool calls takes 2 s (``openai_loop:slow_on_tools``,
+    for a campaign's ``--timeout``)."""
+    return run(endpoints.openai, endpoints.api_key, FIXES, pause=2.0)
 
 
 def main(argv: list[str] | None = None) -> int:
