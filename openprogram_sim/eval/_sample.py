@@ -17,7 +17,7 @@ from openprogram_sim.eval._options import EvalOptions
 from openprogram_sim.eval._summary import Sample
 from openprogram_sim.eval._verdict import ask_recorded
 from openprogram_sim.play import RunOutcome, arun_scenario
-from openprogram_sim.scenario import CriterionVerdict, JudgeError, Scenario
+from openprogram_sim.scenario import CriterionVerdict, JudgeError, Scenario, judge_changes
 from openprogram_sim.trace import trace_calls
 
 __all__ = ["SETUP_STATUSES", "EvalSetupError", "replay_sample", "run_sample"]
@@ -139,6 +139,12 @@ def replay_sample(
         index = int(digits) if digits.isdigit() else 1
     recorded = Cassette(path, record_mode="none").load()
     meta = recorded.metadata
+    spec, asked = scenario.expect.judge, meta.get("judge")
+    changed = judge_changes(spec, asked) if spec is not None and isinstance(asked, dict) else []
+    if changed:
+        raise JudgeError(
+            f"{path}: expect.judge is not the judge recorded in it: {'; '.join(changed)}"
+        )
     name = str(meta.get("sample") or "")
     session = asyncio.run(_session(recorded, scenario, meta.get("model"), None, name))
     if session.judge_error is not None:

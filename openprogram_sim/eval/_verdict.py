@@ -1,7 +1,8 @@
 """The judge of a sample (``expect.judge``): asked through the sample's cassette after its
 run, so its calls are recorded into the same file (live, under ``eval``) or answered from
 it (replayed), with where they are in the file and the endpoint they went to kept in the
-cassette's metadata (``judge: {model, base_url, interactions}``).
+cassette's metadata (``judge: {base_url, interactions, model, criteria, rubric}``: the
+judge asked, so a replay with another one says so).
 
 What the judge is sent and how its answer is read is :mod:`openprogram_sim.scenario`'s
 (:func:`~openprogram_sim.scenario.ask_judge`), shared with ``openprogram-sim run``, which
@@ -41,6 +42,7 @@ async def ask_recorded(
         if cassette.recording:
             base = cassette.scrubber.url(str(getattr(provider, "base_url", "") or ""))
             interactions = list(range(before + 1, len(cassette.vcr.data) + 1))
+            asked = spec.model_dump(mode="json", exclude={"base_url"})
             cassette.describe(
-                judge={"model": spec.model, "base_url": base, "interactions": interactions}
+                judge={"base_url": base, "interactions": interactions, **asked},
             )

@@ -26,6 +26,7 @@ from openprogram_sim.scenario import (
     JudgeSpec,
     ask_judge,
     criterion_failures,
+    judge_changes,
 )
 from openprogram_sim.trace import (
     Failure,
@@ -460,6 +461,17 @@ def _check_judge(outcome: RunOutcome, out: list[Failure]) -> None:
     spec = scenario.expect.judge
     cassette = getattr(outcome.provider, "cassette", None)
     if spec is None or cassette is None or not _judge_interactions(outcome):
+        return
+    changed = judge_changes(spec, _recorded_judge(outcome))
+    if changed:
+        out.append(
+            Failure(
+                "expect.judge is not the judge recorded in the cassette: " + "; ".join(changed),
+                "its recorded calls answer only the judge that was asked; record the sample "
+                "again (openprogram-sim eval) to judge it by this one",
+                scenario.where("expect", "judge"),
+            )
+        )
         return
     try:
         verdicts = _run_async(_replay_judge(cassette, spec, outcome))

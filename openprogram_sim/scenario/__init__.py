@@ -32,6 +32,7 @@ from openprogram_sim.scenario._judge import (
     JudgeError,
     ask_judge,
     criterion_failures,
+    judge_changes,
     judge_request,
     read_verdicts,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "import_ref",
     "import_roots",
     "json_schema",
+    "judge_changes",
     "judge_request",
     "load_scenario",
     "not_a_scenario",

@@ -31,6 +31,7 @@ __all__ = [
     "JudgedRun",
     "ask_judge",
     "criterion_failures",
+    "judge_changes",
     "judge_request",
     "read_verdicts",
 ]
@@ -311,4 +312,32 @@ def criterion_failures(
                 where(i),
             )
         )
+    return out
+
+
+def judge_changes(spec: JudgeSpec, recorded: Mapping[str, Any]) -> list[str]:
+    """How ``spec`` differs from the judge a cassette recorded (its metadata's ``judge:``,
+    what that judge was asked: model, rubric, criteria), each as a phrase; empty when they
+    are the same."""
+    if "criteria" not in recorded:
+        return []
+    asked = spec.model_dump(mode="json", exclude={"base_url"})
+    out = [
+        f"its {key} is {_shown(asked[key])}, the recorded one's {_shown(recorded.get(key))}"
+        for key in ("model", "rubric")
+        if asked[key] != recorded.get(key)
+    ]
+    before: dict[str, Any] = {
+        str(c.get("name")): c for c in recorded["criteria"] if isinstance(c, dict)
+    }
+    now: dict[str, Any] = {c["name"]: c for c in asked["criteria"]}
+    for name in sorted(now.keys() - before.keys()):
+        out.append(f"criterion {name!r} was not recorded")
+    for name in sorted(before.keys() - now.keys()):
+        out.append(f"the recorded criterion {name!r} is gone")
+    for name in sorted(now.keys() & before.keys()):
+        if now[name] != before[name]:
+            out.append(f"criterion {name!r} differs: {_shown(before[name])} -> {_shown(now[name])}")
+    if not out and list(now) != list(before):
+        out.append("the criteria are in another order")
     return out
