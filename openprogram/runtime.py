@@ -19,10 +19,11 @@ Nesting is bounded by ``Runtime(max_depth=N)`` (default 32): an exec that would 
 raises :class:`~openprogram.errors.NestingDepthError` where it is called, before any run
 starts, sync or async alike. Each level of async execs awaited on one task costs about nine
 Python frames, so Python's recursion limit (1,000 by default) would end such a chain near
-depth 109 with a bare ``RecursionError``; a sync chain takes a thread and an event loop per
-level. Past a raised ``max_depth``, a nested exec is also refused when fewer than
-:data:`STACK_MARGIN` of Python's frames are left for it, and a ``RecursionError`` that still
-happens inside a nested run becomes a ``NestingDepthError`` too.
+depth 109 with a bare ``RecursionError``; a sync chain (a sync tool calling ``exec``) runs
+each level on a nested event loop of the tool's own thread (see :mod:`openprogram._nested`),
+about twenty frames a level. Past a raised ``max_depth``, a nested exec is also refused when
+fewer than :data:`STACK_MARGIN` of Python's frames are left for it, and a ``RecursionError``
+that still happens inside a nested run becomes a ``NestingDepthError`` too.
 """
 
 from __future__ import annotations
@@ -304,8 +305,8 @@ class Runtime:
 
     def abort(self) -> None:
         """Abort every exec of this runtime that is running or asked for (``aexec()``
-        called, not started yet), at every depth. Safe from any thread, e.g. from a tool of
-        a nested exec, which runs in a worker thread. An abort while no exec is asked for
+        called, not started yet), at every depth. Safe from any thread (a UI thread, a worker
+        thread running a sync function). An abort while no exec is asked for
         does nothing."""
         with self._lock:
             signals = list(self._signals)
@@ -385,8 +386,10 @@ class Runtime:
 
         Raises :class:`~openprogram.errors.ModelError` when the run ends on an error stop
         (its message is the provider's) and :class:`~openprogram.errors.RunAbortedError`
-        when it is aborted. Inside a running event loop (a tool body) the nested loop runs
-        in a worker thread, with the context variables copied.
+        when it is aborted. Called where an event loop is running (a sync tool body, which
+        blocks that loop), the nested run goes on a nested event loop of the same thread,
+        with the tool's context variables, and ``exec`` returns when it ends; no thread is
+        started.
         """
         # asked for here (as aexec does), so an abort from now on reaches it
         run = self.aexec(
@@ -542,7 +545,8 @@ class Runtime:
     ) -> tuple[Agent, _Scope, list[UserMessage]]:
         """Check the history; build the exec's agent, its scope and its prompt (none when
         the exec continues the history)."""
-        history = check_history(call.history)
+        checked = check_history(call.history)
+        history = checked.messages
         if call.content is None:
             _check_continue(history, menu)
         policy = call.policy.merged_over(_current_policy.get())
@@ -567,6 +571,7 @@ class Runtime:
             provider_tools=deferral.provider_tools() if deferral is not None else None,
             listeners=self._listeners,  # shared: runtime subscribers see every depth
         )
+        agent.state.context.call_ids = checked.call_ids  # the run need not scan for them
         if call.content is None:
             return agent, scope, []
         prompt = _as_prompt(call.content)

@@ -2,8 +2,8 @@
 
 An ``asyncio.Event`` belongs to the loop its waiters wait on, and ``set()`` wakes them with
 ``loop.call_soon``, which is only safe on that loop's thread (in debug mode asyncio raises
-instead, and the woken waiter is lost). An abort often comes from elsewhere: a UI thread, or
-a nested exec that a sync tool runs on a loop of its own in a worker thread.
+instead, and the woken waiter is lost). An abort often comes from elsewhere: a UI thread, a
+worker thread, or a nested exec that a sync tool runs on a nested loop of its own.
 :class:`AbortSignal` therefore reads as set in every thread as soon as ``set()`` returns (a
 sync tool polling it while it blocks its loop sees it at once), and wakes its waiters on
 their own loop with ``call_soon_threadsafe``.

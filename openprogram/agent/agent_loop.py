@@ -130,6 +130,11 @@ class AgentContext:
     """The assistant message being streamed, while it is."""
     pending_tool_calls: set[str] = field(default_factory=set)
     """Ids of tool calls executing right now."""
+    call_ids: set[str] | None = None
+    """Every tool-call id in ``messages``, when the code that built the context knows them
+    (``Runtime.exec`` passes those it found checking its history), so the next run need
+    not scan the history to make a reply's ids unique. Taken by that run (and grown by
+    it); ``None``: the run scans the history when a reply first has calls."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -634,13 +639,17 @@ def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
 def _claim_call_id(run: _Run, block: ToolCall) -> None:
     taken = run.call_ids
     if taken is None:
-        taken = run.call_ids = {
-            c.id
-            for m in run.context.messages
-            if isinstance(m, AssistantMessage)
-            for c in m.content
-            if isinstance(c, ToolCall)
-        }
+        context = run.context
+        taken, context.call_ids = context.call_ids, None
+        if taken is None:
+            taken = {
+                c.id
+                for m in context.messages
+                if isinstance(m, AssistantMessage)
+                for c in m.content
+                if isinstance(c, ToolCall)
+            }
+        run.call_ids = taken
     if not block.id or block.id in taken:
         stem, n = (block.id, 2) if block.id else ("call", 1)
         while f"{stem}_{n}" in taken:

@@ -52,20 +52,92 @@ class Draw:
         return f"call #{self.call}: option {self.option + 1} of {self.options}"
 
 
-@dataclass(slots=True)
 class ScriptedRequest:
-    """What the model was sent on one call."""
+    """What the model was sent on one call.
 
-    index: int
-    """Call number across the whole script, from 1."""
-    depth: int
-    round: int
-    messages: list[AnyMessage]
-    tools: list[str]
-    tool_specs: list[ToolSpec]
-    tool_choice: ToolChoice
-    parallel_tool_calls: bool | None
-    system_prompt: str
+    ``messages`` is the history as it stood at the call. The scripted model records it
+    without copying it on every call (that made a round cost grow with the history): it
+    keeps one copy of the run's history, extended by what each call adds, and a request
+    takes the first ``n`` messages of it when ``messages`` is first read."""
+
+    __slots__ = (
+        "_count",
+        "_messages",
+        "_source",
+        "depth",
+        "index",
+        "parallel_tool_calls",
+        "round",
+        "system_prompt",
+        "tool_choice",
+        "tool_specs",
+        "tools",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        depth: int,
+        round: int,
+        messages: list[AnyMessage],
+        tools: list[str],
+        tool_specs: list[ToolSpec],
+        tool_choice: ToolChoice,
+        parallel_tool_calls: bool | None,
+        system_prompt: str,
+    ) -> None:
+        self.index = index
+        """Call number across the whole script, from 1."""
+        self.depth = depth
+        self.round = round
+        self._messages: list[AnyMessage] | None = messages
+        self._source: list[AnyMessage] | None = None
+        self._count = len(messages)
+        self.tools = tools
+        self.tool_specs = tool_specs
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.system_prompt = system_prompt
+
+    @property
+    def messages(self) -> list[AnyMessage]:
+        """The messages the model was sent on this call, in order."""
+        messages = self._messages
+        if messages is None:
+            source, self._source = self._source, None
+            assert source is not None
+            messages = self._messages = source[: self._count]
+        return messages
+
+    @messages.setter
+    def messages(self, value: list[AnyMessage]) -> None:
+        self._messages, self._source, self._count = value, None, len(value)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.index,
+            self.depth,
+            self.round,
+            self.messages,
+            self.tools,
+            self.tool_specs,
+            self.tool_choice,
+            self.parallel_tool_calls,
+            self.system_prompt,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScriptedRequest):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        names = ("index", "depth", "round", "messages", "tools", "tool_specs", "tool_choice",
+                 "parallel_tool_calls", "system_prompt")  # fmt: skip
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(names, self._fields(), strict=True))
+        return f"ScriptedRequest({shown})"
 
     @classmethod
     def of(cls, index: int, context: Context, options: StreamOptions) -> ScriptedRequest:
@@ -81,6 +153,61 @@ class ScriptedRequest:
             options.parallel_tool_calls,
             context.system_prompt,
         )
+
+    @classmethod
+    def _over(
+        cls, index: int, context: Context, options: StreamOptions, kept: list[AnyMessage]
+    ) -> ScriptedRequest:
+        """Like :meth:`of`, its messages the first ``len(context.messages)`` of ``kept``, a
+        list its owner only ever extends (see :class:`_KeptHistory`)."""
+        request = cls(
+            index,
+            options.depth,
+            options.round,
+            _NO_MESSAGES,
+            [t.name for t in context.tools],
+            list(context.tools),
+            options.tool_choice,
+            options.parallel_tool_calls,
+            context.system_prompt,
+        )
+        request._messages, request._source = None, kept
+        request._count = len(context.messages)
+        return request
+
+
+_NO_MESSAGES: list[AnyMessage] = []
+
+
+class _KeptHistory:
+    """One copy of the history a run sends, extended by what each call adds.
+
+    The live history (``Context.messages``) only grows during a run, so each call copies
+    only its new messages. When the list is another one (a new run), or it no longer starts
+    and continues as the copy does (its first message, or the one at the copy's end, is
+    another object: it was cut or rebuilt), a new copy is made; the old one is kept by the
+    requests that read it and is never changed again."""
+
+    __slots__ = ("_kept", "_live")
+
+    def __init__(self) -> None:
+        self._live: list[AnyMessage] | None = None
+        self._kept: list[AnyMessage] = []
+
+    def keep(self, live: list[AnyMessage]) -> list[AnyMessage]:
+        kept = self._kept
+        have, now = len(kept), len(live)
+        if (
+            live is self._live
+            and have <= now
+            and (not have or (live[have - 1] is kept[-1] and live[0] is kept[0]))
+        ):
+            if have < now:
+                kept.extend(live[have:])
+            return kept
+        self._live = live
+        self._kept = kept = list(live)
+        return kept
 
 
 def _chunks(text: str, size: int) -> Iterable[str]:
@@ -118,6 +245,7 @@ class ScriptedModel:
         self.requests: list[ScriptedRequest] = []
         self.clock = clock if clock is not None else VirtualClock()
         self._next_id = 0
+        self._history = _KeptHistory()
 
     @property
     def calls(self) -> int:
@@ -136,7 +264,8 @@ class ScriptedModel:
             )
 
     def _record(self, context: Context, options: StreamOptions) -> ScriptedRequest:
-        request = ScriptedRequest.of(len(self.requests) + 1, context, options)
+        kept = self._history.keep(context.messages)
+        request = ScriptedRequest._over(len(self.requests) + 1, context, options, kept)
         self.requests.append(request)
         return request
 
