@@ -148,12 +148,15 @@ def _output_problem(args: argparse.Namespace) -> str | None:
     found before serving, not after the clients ran."""
     from pathlib import Path
 
-    for flag, value in (("--report", args.report), ("--junitxml", args.junitxml)):
+    for flag, value, name in (
+        ("--report", args.report, "report.html"),
+        ("--junitxml", args.junitxml, "junit.xml"),
+    ):
         if value is None:
             continue
         path = Path(value)
         if path.is_dir():
-            return f"{flag} {value} is a directory; give the file to write, e.g. {value}/report"
+            return f"{flag} {value} is a directory; give the file to write, e.g. {path / name}"
         parent = next((p for p in path.absolute().parents if p.exists()), None)
         if parent is not None and not parent.is_dir():
             return f"{flag} {value}: {parent} is a file, not a directory"

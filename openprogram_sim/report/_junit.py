@@ -18,6 +18,7 @@ behaviours seen as ``openprogram.wire_behaviours``. Failures that are no session
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import xml.etree.ElementTree as ET
@@ -44,6 +45,9 @@ def _classname(scenario: str, path: str) -> str:
     if not path:
         return scenario or "openprogram-sim serve"
     stem = Path(path)
+    if stem.is_absolute():
+        with contextlib.suppress(ValueError, OSError):
+            stem = stem.relative_to(Path.cwd())
     for suffix in (".yaml", ".yml"):
         if stem.name.endswith(suffix):
             stem = stem.with_name(stem.name[: -len(suffix)])

@@ -65,9 +65,24 @@ def session_details(
 
     def details(trace: list[dict[str, Any]]) -> dict[str, Any]:
         checked: dict[str, Any] = plain(trace_checks(loaded, trace))
+        for entry in [*checked["trajectory"], *checked["properties"]]:
+            if "where" in entry:
+                entry["where"] = _relative(entry["where"])
         return checked
 
     return details
+
+
+def _relative(where: str) -> str:
+    """``file:line`` with the file relative to the working directory when it is under it
+    (as the session's failures give it)."""
+    name, colon, line = where.rpartition(":")
+    if not colon:
+        return where
+    try:
+        return f"{Path(name).relative_to(Path.cwd())}:{line}"
+    except ValueError:
+        return where
 
 
 def _round_note(facts: Mapping[str, Any]) -> str:
