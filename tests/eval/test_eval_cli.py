@@ -61,13 +61,15 @@ def run_eval(
     url: str,
     *extra: str,
     scenario: Path = WEIGHTED,
+    more: tuple[Path, ...] = (),
     model: str = "openai:gpt-4o-mini",
     cwd: Path = ROOT,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``eval`` of ``scenario`` (and ``more``) against ``url``, its results file read."""
     out = tmp_path / "results.json"
-    shown = scenario.relative_to(cwd) if scenario.is_relative_to(cwd) else scenario
+    shown = [str(s.relative_to(cwd) if s.is_relative_to(cwd) else s) for s in (scenario, *more)]
     done = eval_cli(
-        str(shown), "--model", model, "--base-url", url,
+        *shown, "--model", model, "--base-url", url,
         "--out", str(tmp_path / "eval"), "--json", str(out), *extra, cwd=cwd,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
