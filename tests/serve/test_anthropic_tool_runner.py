@@ -275,3 +275,57 @@ def test_a_session_keeps_the_most_recent_conversations_only() -> None:
     with pytest.raises(UnknownResponse):
         responses.expand({"previous_response_id": "resp_wire1"}, "s")
     assert KEPT == 1000 and ThreadStore().limit == ResponseStore().limit == KEPT
+
+
+RATE_LIMITED = """\
+scenario: the second turn of a thread is rate limited once
+tools:
+  get_weather:
+    parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+  to_fahrenheit:
+    parameters: {type: object, properties: {celsius: {type: number}}, required: [celsius]}
+exec: {content: "Weather in Paris, in Fahrenheit?"}
+model:
+  - tool_calls: [{get_weather: {city: Paris}}]
+  - {stop_reason: error, error: "slow down", error_reason: rate_limit,
+     wire: {retry_after_ms: 200}}
+  - tool_calls: [{to_fahrenheit: {celsius: 21}}]
+  - text: "Sunny in Paris, 69.8°F."
+expect:
+  trajectory:
+    mode: exact
+    calls: [{get_weather: {city: Paris}}, {to_fahrenheit: {celsius: 21}}]
+  properties:
+    - ends_with: {reason: stop}
+"""
+
+
+def test_a_rate_limited_continue_is_retried_as_it_was_sent(
+    anthropic: ModuleType, tmp_path: Path
+) -> None:
+    """The SDK retries the same ``continue`` after the ``retry-after`` it was sent: the
+    thread still holds its message, the trace reads the retry as one, and the client
+    checks (``retry_after``, ``max_retries``) hold."""
+    path = tmp_path / "limited.yaml"
+    path.write_text(RATE_LIMITED)
+    with serve_scenario(path) as server:
+        client = anthropic.Anthropic(
+            base_url=server.base_url("anthropic", "slow"), api_key=KEY, max_retries=2
+        )
+        with client:
+            replies = run(client, anthropic)
+        requests = sent(server, "slow")
+        rounds = server.session("slow").trace().rounds
+        report = server.end_session("slow")
+
+    assert replies == [["tool_use"], ["tool_use"], ["text"]]
+    assert [thread for thread, *_ in requests] == [
+        {"type": "create"},
+        {"type": "continue", "previous_message_id": "msg_wire1"},
+        {"type": "continue", "previous_message_id": "msg_wire1"},  # the retry
+        {"type": "continue", "previous_message_id": "msg_wire3"},
+    ]
+    assert [(r.index, r.retry_of, len(r.exchange.messages)) for r in rounds] == [
+        (1, None, 1), (2, None, 3), (3, 2, 3), (4, None, 5),
+    ]  # fmt: skip
+    assert (report.passed, report.render()) == (True, "")
