@@ -546,6 +546,8 @@ class CallRange(_Model):
     """``model_calls: {min: 1, max: 4}``: how many model calls, within bounds (either may
     be left out; both count every depth)."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra={"minProperties": 1})
+
     min: int | None = Field(None, ge=0, description="At least this many model calls.")
     max: int | None = Field(None, ge=0, description="At most this many model calls.")
 
@@ -697,14 +699,29 @@ class JudgeSpec(_Model):
         json_schema_extra={"pattern": _LOOPBACK_PATTERN},
     )
 
-    @model_validator(mode="after")
-    def _names_once(self) -> JudgeSpec:
+    @field_validator("criteria")
+    @classmethod
+    def _names_once(cls, criteria: list[JudgeCriterion]) -> list[JudgeCriterion]:
         seen: set[str] = set()
-        for c in self.criteria:
+        for i, c in enumerate(criteria):
             if c.name in seen:
-                raise ValueError(f"criterion name {c.name!r} is given twice; names are unique")
+                raise ValidationError.from_exception_data(
+                    "JudgeSpec",
+                    [
+                        InitErrorDetails(
+                            type=PydanticCustomError(
+                                "value_error",
+                                "criterion name '{name}' is given twice; names are unique (a "
+                                "criterion given as text is named by its place: c1, c2...)",
+                                {"name": c.name},
+                            ),
+                            loc=(i, "name"),
+                            input=c.name,
+                        )
+                    ],
+                )
             seen.add(c.name)
-        return self
+        return criteria
 
 
 class Expect(_Model):
