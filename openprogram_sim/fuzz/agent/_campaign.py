@@ -28,19 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis.errors import Flaky
+from hypothesis import find, settings
+from hypothesis.errors import Flaky, NoSuchExample
 
 from openprogram_sim.fuzz._chunks import Violation, plan_chunks, search_chunk
 from openprogram_sim.fuzz._properties import UserProperties, as_properties
+from openprogram_sim.fuzz._schemas import UnsupportedSchema, valid_arguments
 from openprogram_sim.fuzz.agent._regression import (
     endpoints,
     regression_document,
     replay,
     write_agent_regression,
 )
-from openprogram_sim.fuzz.agent._scripts import FAULT_KINDS, script_strategy
+from openprogram_sim.fuzz.agent._scripts import FAULT_KINDS, RETRY_AFTER, script_strategy
 from openprogram_sim.fuzz.agent._stats import AgentStats
-from openprogram_sim.fuzz.agent._target import AgentError, AgentRun, AgentTarget
+from openprogram_sim.fuzz.agent._target import AgentEndpoints, AgentError, AgentRun, AgentTarget
 from openprogram_sim.fuzz.agent._tools import DeclaredTool, declared_tools
 from openprogram_sim.wire import ClientChecks, SessionCheck, WireServer
 
@@ -129,6 +131,18 @@ class _Runner:
     properties: UserProperties
     count: int = 0
     known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _simplest: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def simplest(self, name: str) -> dict[str, Any]:
+        """The plainest call to tool ``name`` (its simplest valid arguments, as Hypothesis
+        shrinks them); for a tool the agent lacks, the plainest call to its first tool."""
+        if name not in self.known:
+            if not self.known:
+                return {"name": name, "arguments": {}}
+            name = next(iter(self.known))
+        if name not in self._simplest:
+            self._simplest[name] = {"name": name, "arguments": _simplest_args(self.known[name])}
+        return self._simplest[name]
 
     def session(self, turns: list[dict[str, Any]]) -> _Session:
         self.count += 1
@@ -142,6 +156,14 @@ class _Runner:
         found += [f.title for f in report.failures]
         found += self.properties.violations(trace) if self.properties else []
         return _Session(turns, run, found, trace, report.served, report.model_calls)
+
+
+def _simplest_args(schema: dict[str, Any]) -> Any:
+    try:
+        return find(valid_arguments(schema or {"type": "object"}), lambda _: True,
+                    settings=settings(database=None, max_examples=50))  # fmt: skip
+    except (UnsupportedSchema, NoSuchExample):
+        return {}
 
 
 def discover(server: WireServer, target: AgentTarget, timeout: float) -> Discovery:
@@ -175,7 +197,7 @@ def discover(server: WireServer, target: AgentTarget, timeout: float) -> Discove
 
 
 def run_agent_campaign(
-    target: AgentTarget,
+    agent: AgentTarget | str | Callable[[AgentEndpoints], Any],
     examples: int,
     seed: int = 0,
     *,
@@ -188,7 +210,7 @@ def run_agent_campaign(
     progress: Callable[[AgentStats, float], None] | None = None,
     on_discovery: Callable[[Discovery], None] | None = None,
 ) -> AgentCampaignResult:
-    """Fuzz ``target`` (see :meth:`AgentTarget.load`) over ``examples`` sessions; the
+    """Fuzz ``agent`` (see :meth:`AgentTarget.load`) over ``examples`` sessions; the
     first failing one is shrunk and, with ``regressions``, written as a scenario file that
     ``openprogram-sim serve`` replays against the agent. Raises :class:`AgentError` when
     the agent cannot be fuzzed (it sends no request, it fails on a plain text answer)."""
@@ -197,6 +219,7 @@ def run_agent_campaign(
             f"run_agent_campaign needs examples >= 0, timeout > 0 and shrink_time >= 0; got "
             f"{examples}, {timeout}, {shrink_time}"
         )
+    target = AgentTarget.load(agent)
     props = as_properties(properties)
     checks = client_checks or ClientChecks()
     with WireServer([{"text": DISCOVERY_TEXT}], check=SessionCheck(client=checks),
@@ -273,22 +296,29 @@ class _Search:
                 return
             self.until = time.perf_counter() + self.shrink_time
             self.stop = done.run.outcome == "timeout"  # each run of it costs the whole limit
+            self.failure = done
+            self.simplify()  # first the few runs that drop whole turns and calls
         else:
             if self.stop or time.perf_counter() > self.until:
                 return  # shrinking is over: what failed last is the smallest case
+            assert self.failure is not None
+            if _size(turns) > _size(self.failure.turns):
+                return  # not smaller than the case in hand: not worth an agent's run
             done = self.run(turns)
             if done.run.outcome == "timeout" or not self.same_bug(done):
                 return
-        self.failure = done
-        raise Violation("\n".join(done.violations))
+            self.failure = done
+        raise Violation("\n".join(self.failure.violations))
 
     def simplify(self) -> None:
-        """After Hypothesis: drop one turn, or one call of a round, at a time while the
-        same bug shows (Hypothesis may stop in a local minimum), within the time left."""
+        """Drop one turn, or one call of a round, at a time while the same bug shows: a
+        few runs, before Hypothesis shrinks what is left (its candidates larger than the
+        case in hand are not run) and after (it may stop in a local minimum), within the
+        time left."""
         changed = True
         while changed and self.failure is not None and not self.stop:
             changed = False
-            for candidate in _smaller(self.failure.turns):
+            for candidate in _smaller(self.failure.turns, self.runner.simplest):
                 if time.perf_counter() > self.until:
                     return
                 done = self.run(candidate)
@@ -297,15 +327,39 @@ class _Search:
                     break
 
 
-def _smaller(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Scripts one step smaller than ``turns``: a turn left out (never the final text), or
-    one call of a round of several."""
+def _size(turns: list[dict[str, Any]]) -> tuple[int, int]:
+    """How large a script is: its turns, its calls (simpler values are Hypothesis's to
+    judge: a candidate no larger than the case in hand is run)."""
+    return len(turns), sum(len(t.get("tool_calls") or []) for t in turns)
+
+
+def _smaller(
+    turns: list[dict[str, Any]], simplest: Callable[[str], dict[str, Any]]
+) -> list[list[dict[str, Any]]]:
+    """Scripts one step simpler than ``turns``: a turn left out (never the final text), one
+    call of a round of several left out, a re-chunked turn written at once, a call made the
+    plainest one (``simplest(name)``: the tool's simplest valid arguments; the agent's first
+    tool for a call to an unknown one), a fault's wait or cut made the shortest."""
     out = [turns[:i] + turns[i + 1 :] for i in range(len(turns) - 1)]
+
+    def swap(i: int, turn: dict[str, Any]) -> None:
+        if turn != turns[i]:
+            out.append([*turns[:i], turn, *turns[i + 1 :]])
+
     for i, turn in enumerate(turns):
         calls = turn.get("tool_calls") or []
         for j in range(len(calls) if len(calls) > 1 else 0):
-            fewer = {**turn, "tool_calls": calls[:j] + calls[j + 1 :]}
-            out.append([*turns[:i], fewer, *turns[i + 1 :]])
+            swap(i, {**turn, "tool_calls": calls[:j] + calls[j + 1 :]})
+    for i, turn in enumerate(turns):
+        if set(turn.get("wire") or {}) == {"interval"}:
+            swap(i, {k: v for k, v in turn.items() if k != "wire"})
+        calls = turn.get("tool_calls") or []
+        for j, call in enumerate(calls):
+            swap(i, {**turn, "tool_calls": [*calls[:j], simplest(call["name"]), *calls[j + 1 :]]})
+        if "retry_after" in turn:
+            swap(i, {**turn, "retry_after": RETRY_AFTER[0]})
+        if "cut_after" in (turn.get("wire") or {}):
+            swap(i, {**turn, "wire": {**turn["wire"], "cut_after": 0}})
     return out
 
 

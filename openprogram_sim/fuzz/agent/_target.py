@@ -157,8 +157,19 @@ class AgentTarget:
         self.cwd = cwd
 
     @classmethod
-    def load(cls, spec: str, *, pythonpath: Sequence[str | Path] = ()) -> AgentTarget:
-        """The target ``spec`` names; raises :class:`AgentError` naming what is wrong."""
+    def load(
+        cls,
+        spec: str | Callable[[AgentEndpoints], Any] | AgentTarget,
+        *,
+        pythonpath: Sequence[str | Path] = (),
+    ) -> AgentTarget:
+        """The target ``spec`` names (a command line, ``package.module:function``, or the
+        function itself); raises :class:`AgentError` naming what is wrong."""
+        if isinstance(spec, AgentTarget):
+            return spec
+        if callable(spec):
+            name = getattr(spec, "__qualname__", type(spec).__name__)
+            return cls(f"{getattr(spec, '__module__', '?')}:{name}", function=spec)
         text = spec.strip()
         if not text:
             raise AgentError("--agent is empty: give a command (\"python agent.py\") or a "
