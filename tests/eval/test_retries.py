@@ -144,7 +144,7 @@ def test_after_the_last_retry_the_loop_sees_the_refusal(tmp_path: Path) -> None:
     path = write(tmp_path, *[refused(429, retry_after_ms=10)] * 3, ANSWER)
     outcome, cassette, _, received = sample(tmp_path, path, RetryPolicy(max_retries=2))
     assert len(received) == 3
-    assert outcome.error is not None and "429" in outcome.error_text
+    assert outcome.error is not None and "429" in str(outcome.error_text)
     assert outcome.model_calls == 1
     assert statuses(cassette) == [429]  # what the loop saw, and replays
     assert [r["retry"] for r in cassette.metadata["retries"]] == [1, 2]
