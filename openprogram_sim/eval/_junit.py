@@ -6,25 +6,16 @@ scenario does not clear its gate (a failed or undecided verdict)."""
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import os
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from openprogram_sim.cassettes._atomic import atomic_write
 from openprogram_sim.eval._summary import ScenarioResult
 
-__all__ = [
-    "cost_of",
-    "decision",
-    "eval_properties",
-    "eval_summary",
-    "result_cost",
-    "write_eval_junit",
-]
+__all__ = ["decision", "ending", "eval_properties", "eval_summary", "write_eval_junit"]
 
 _PREFIX = "openprogram.eval."
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -51,9 +42,10 @@ def eval_properties(result: ScenarioResult) -> list[tuple[str, str]]:
         openprogram.eval.expectation.trajectory.rate   0.725
 
     (also ``max_samples``, ``confidence``, ``interval.method``, ``threshold``, ``decision``,
-    ``stopped_early``, ``interrupted``, each expectation's ``passed`` and ``n``, the tokens
-    as ``tokens.KIND``, ``cost_usd`` when the results carry a cost, and
-    ``regression.N``)."""
+    ``stopped_early``, ``interrupted``, ``budget_stopped``, ``discarded``, each
+    expectation's ``passed`` and ``n``, the tokens as ``tokens.KIND``, ``cost_usd`` when
+    the model has a price (and ``spent_usd`` when discarded samples cost more),
+    ``retries`` when a call was retried, and ``regression.N``)."""
     interval = result.interval
     out = [
         ("pass_rate", _number(result.rate)),
@@ -69,6 +61,8 @@ def eval_properties(result: ScenarioResult) -> list[tuple[str, str]]:
         ("decision", decision(result)),
         ("stopped_early", _bool(result.stopped_early)),
         ("interrupted", _bool(result.interrupted)),
+        ("budget_stopped", _bool(result.budget_stopped)),
+        ("discarded", str(len(result.discarded))),
         ("flaky", _bool(result.flaky)),
     ]
     out += [(f"pass_at.{k}", _number(v)) for k, v in result.pass_at().items()]
@@ -77,9 +71,13 @@ def eval_properties(result: ScenarioResult) -> list[tuple[str, str]]:
         out += [(head + "rate", _number(held / n if n else 0.0)), (head + "passed", str(held)),
                 (head + "n", str(n))]  # fmt: skip
     out += [(f"tokens.{k}", str(v)) for k, v in result.usage().items() if v]
-    cost = result_cost(result)
+    cost, spent = result.cost(), result.spent()
     if cost is not None:
         out.append(("cost_usd", _number(cost)))
+    if spent is not None and spent != cost:
+        out.append(("spent_usd", _number(spent)))
+    if result.retries:
+        out.append(("retries", str(result.retries)))
     out += [(f"regression.{i}", r.path) for i, r in enumerate(result.regressions, start=1)]
     return [(_PREFIX + name, value) for name, value in out]
 
@@ -88,28 +86,22 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def cost_of(value: Any) -> float | None:
-    """A cost as the results carry it (a number, a mapping with ``total``, or a method
-    giving either), in dollars; None when there is none."""
-    if callable(value):
-        value = value()
-    if isinstance(value, Mapping):
-        value = value.get("total")
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def result_cost(result: ScenarioResult) -> float | None:
-    """The cost of a scenario's samples, when the results carry one (the cost and usage
-    part of the eval adds it): the result's own ``cost``, else the sum of its samples'."""
-    own = cost_of(getattr(result, "cost", None))
-    if own is not None:
-        return own
-    found = [
-        c for c in (cost_of(getattr(s, "cost", None)) for s in result.samples) if c is not None
-    ]
-    return sum(found) if found else None
+def ending(result: ScenarioResult) -> str:
+    """How sampling ended: decided early, stopped by the user or the budget, or every
+    sample taken."""
+    said = f"{result.n} of {result.max_samples} samples"
+    if result.stopped_early:
+        said = f"stopped early after {said}: the verdict was decided"
+    elif result.interrupted:
+        said = f"interrupted after {said}"
+    elif result.budget_stopped:
+        said = f"stopped by the budget after {said} (the next would have passed it)"
+    if result.discarded:
+        said += (
+            f"; {len(result.discarded)} sample(s) in flight when it ended discarded "
+            f"({', '.join(map(str, result.discarded))})"
+        )
+    return said
 
 
 def decision(result: ScenarioResult) -> str:
@@ -143,11 +135,7 @@ def eval_summary(result: ScenarioResult) -> str:
     rate, interval, how it was decided), how sampling ended, each expectation's rate, the
     regressions written and the distinct reasons its samples failed, each with the samples
     and the first one's cassette."""
-    lines = [_headline(result)]
-    if result.stopped_early:
-        lines.append(f"stopped early after {result.n} of {result.max_samples} samples")
-    elif result.interrupted:
-        lines.append(f"interrupted after {result.n} of {result.max_samples} samples")
+    lines = [_headline(result), ending(result)]
     if result.verdict == "undecided":
         lines.append("undecided: not passed; raise the samples (--openprogram-samples, --samples)")
     rates = ", ".join(f"{k} {p}/{n}" for k, (p, n) in result.rates().items())

@@ -28,7 +28,7 @@ from markupsafe import Markup
 
 from openprogram_sim.cassettes._atomic import atomic_write
 from openprogram_sim.errors import SimError
-from openprogram_sim.eval._junit import cost_of, decision, result_cost
+from openprogram_sim.eval._junit import decision, ending
 from openprogram_sim.eval._summary import Sample, ScenarioResult
 from openprogram_sim.play import run_scenario
 from openprogram_sim.report import embed_json, run_entry
@@ -125,21 +125,6 @@ def _call_text(call: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- records
 
 
-def _sample_cost(sample: Sample) -> float | None:
-    return cost_of(getattr(sample, "cost", None))
-
-
-def _stopping(result: ScenarioResult) -> str:
-    if result.stopped_early:
-        return (
-            f"stopped early after {result.n} of {result.max_samples} samples: the verdict "
-            "was decided"
-        )
-    if result.interrupted:
-        return f"interrupted after {result.n} of {result.max_samples} samples"
-    return f"{result.n} of {result.max_samples} samples"
-
-
 def _sample_record(
     result: ScenarioResult, sample: Sample, scenario: Scenario | None
 ) -> dict[str, Any]:
@@ -149,9 +134,10 @@ def _sample_record(
         runs, note = sample_runs(scenario, sample)
     props: dict[str, Any] = {"model_calls": sample.model_calls, "tool_calls": len(sample.calls)}
     props.update({f"tokens_{k}": v for k, v in sample.usage.items() if v})
-    cost = _sample_cost(sample)
-    if cost is not None:
-        props["cost_usd"] = f"{cost:.6f}"
+    if sample.cost is not None:
+        props["cost_usd"] = f"{sample.cost:.6f}"
+    if sample.retries:
+        props["retries"] = len(sample.retries)
     failed = [k for k, held in sample.checks.items() if not held]
     return {
         "id": f"{result.path} sample {sample.index}",
@@ -193,15 +179,18 @@ def _scenario_view(result: ScenarioResult, scenario: Scenario | None) -> dict[st
         "confidence": result.confidence,
         "threshold": result.threshold,
         "decision": decision(result),
-        "stopping": _stopping(result),
+        "stopping": ending(result),
         "stopped_early": result.stopped_early,
         "interrupted": result.interrupted,
+        "budget_stopped": result.budget_stopped,
         "flaky": result.flaky,
         "pass_at_k": [{"k": k, "value": v} for k, v in result.pass_at().items()],
         "expectations": rates,
         "not_applicable": list(result.not_applicable),
         "usage": {k: v for k, v in result.usage().items() if v},
-        "cost": result_cost(result),
+        "cost": result.cost(),
+        "spent": result.spent(),
+        "retries": result.retries,
         "regressions": [r.to_json() for r in result.regressions],
         "samples": samples,
     }

@@ -9,6 +9,7 @@ imported at start-up; the eval is imported when the option is given.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,10 @@ _REFINES = (
     ("openprogram_no_early_stop", "--openprogram-no-early-stop"),
     ("openprogram_eval_out", "--openprogram-eval-out"),
     ("openprogram_eval_timeout", "--openprogram-eval-timeout"),
+    ("openprogram_concurrency", "--openprogram-concurrency"),
+    ("openprogram_max_retries", "--openprogram-max-retries"),
+    ("openprogram_budget", "--openprogram-budget"),
+    ("openprogram_pricing", "--openprogram-pricing"),
 )
 """The options that only mean something with ``--openprogram-eval``."""
 
@@ -54,6 +59,10 @@ _FLAGS = {
     "--threshold": "--openprogram-threshold",
     "--confidence": "--openprogram-confidence",
     "--timeout": "--openprogram-eval-timeout",
+    "--concurrency": "--openprogram-concurrency",
+    "--max-retries": "--openprogram-max-retries",
+    "--budget": "--openprogram-budget",
+    "--pricing": "--openprogram-pricing",
 }
 """The CLI's flags that :class:`~openprogram_sim.eval.EvalOptions` names, as the plugin's."""
 
@@ -70,7 +79,7 @@ def eval_options(config: pytest.Config) -> EvalOptions | None:
                 "(e.g. --openprogram-eval openai:gpt-4o-mini)"
             )
         return None
-    from openprogram_sim.eval import EvalOptions
+    from openprogram_sim.eval import EvalOptions, RetryPolicy, load_pricing
 
     def given(dest: str, default: Any) -> Any:
         value = config.getoption(dest, None)
@@ -81,7 +90,7 @@ def eval_options(config: pytest.Config) -> EvalOptions | None:
     if not out.is_absolute() and Path.cwd() != base:  # shown as given when it can be
         out = base / out
     try:
-        return EvalOptions(
+        options = EvalOptions(
             model=model,
             samples=given("openprogram_samples", 10),
             base_url=config.getoption("openprogram_base_url", None),
@@ -90,13 +99,27 @@ def eval_options(config: pytest.Config) -> EvalOptions | None:
             sequential=not config.getoption("openprogram_no_early_stop", False),
             out=out,
             timeout=given("openprogram_eval_timeout", 120.0),
+            concurrency=given("openprogram_concurrency", 1),
+            retries=RetryPolicy(max_retries=given("openprogram_max_retries", 4)),
+            budget=config.getoption("openprogram_budget", None),
+            pricing=load_pricing(config.getoption("openprogram_pricing", None) or (), start=base),
         )
-    except ValueError as exc:  # EvalOptions names the CLI's flag: name the plugin's
-        text = str(exc)
-        for cli, flag in _FLAGS.items():
-            if text.startswith(cli + " "):
-                text = flag + text[len(cli) :]
-        raise pytest.UsageError(text) from None
+    except ValueError as exc:
+        raise pytest.UsageError(plugin_flags(str(exc))) from None
+    if options.budget is not None and options.prices().price(model) is None:
+        raise pytest.UsageError(
+            f"--openprogram-budget {options.budget:g}: the pricing table has no price for "
+            f"{model}, so no cost can be counted against it; give one with "
+            "--openprogram-pricing FILE or [tool.openprogram.pricing] in pyproject.toml"
+        )
+    return options
+
+
+def plugin_flags(text: str) -> str:
+    """A message of the eval's, which names the CLI's flags, naming the plugin's."""
+    for cli, flag in _FLAGS.items():
+        text = re.sub(rf"(?<![\w-]){re.escape(cli)}\b", flag, text)
+    return text
 
 
 class EvalFailed(AssertionError):
@@ -136,6 +159,7 @@ class EvalItem(ScenarioItem):
             self.result = result = evaluate(scenario, options)
         except (EvalSetupError, ScenarioError, CassetteError, OpenProgramError) as exc:
             raise EvalNotRun(str(exc)) from None
+
         self.user_properties += eval_properties(result)
         if not result.ok:
             raise EvalFailed(result)

@@ -180,6 +180,44 @@ _OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             help="real time each sample's run may take (120)",
         ),
     ),
+    (
+        "--openprogram-concurrency",
+        dict(
+            type=int,
+            metavar="K",
+            default=None,
+            help="samples of a scenario run at once (1); the verdict is read from the "
+            "samples in the order they started",
+        ),
+    ),
+    (
+        "--openprogram-max-retries",
+        dict(
+            type=int,
+            metavar="N",
+            default=None,
+            help="retries of a model call refused with HTTP 429 or 5xx (4), retry-after honoured",
+        ),
+    ),
+    (
+        "--openprogram-budget",
+        dict(
+            type=float,
+            metavar="USD",
+            default=None,
+            help="dollars each scenario's eval may spend (no sample is started whose "
+            "estimated cost would pass it)",
+        ),
+    ),
+    (
+        "--openprogram-pricing",
+        dict(
+            action="append",
+            metavar="FILE",
+            default=[],
+            help="a TOML price table over the bundled one (repeatable, later wins)",
+        ),
+    ),
     # fuzz
     (
         "--openprogram-fuzz",

@@ -200,6 +200,15 @@ def test_eval_options_are_checked_before_any_sample(project: pytest.Pytester) ->
             ["--openprogram-eval", MODEL, "--openprogram-threshold", "80"],
             "*--openprogram-threshold is a pass rate between 0 and 1 (e.g. 0.8), got 80.0",
         ),
+        (
+            ["--openprogram-eval", MODEL, "--openprogram-concurrency", "0"],
+            "*--openprogram-concurrency must be at least 1, got 0",
+        ),
+        (
+            ["--openprogram-eval", "openai:no-such-model", "--openprogram-budget", "2"],
+            "*--openprogram-budget 2: the pricing table has no price for openai:no-such-model*"
+            "--openprogram-pricing FILE*",
+        ),
     ):
         bad = project.runpytest(*args)
         assert bad.ret == pytest.ExitCode.USAGE_ERROR, args
@@ -247,3 +256,21 @@ def test_without_the_option_scenario_items_run_on_the_script(project: pytest.Pyt
     # the scripted weighted pick passes on its seed; never_looks's script has no lookup
     result.assert_outcomes(passed=2)
     assert "openprogram eval" not in result.stdout.str()
+
+
+def test_samples_run_concurrently_and_are_all_counted(
+    project: pytest.Pytester, server: WireServer
+) -> None:
+    result = project.runpytest(
+        *_eval_args(server, "-k", "weighted", "--openprogram-samples", "12",
+                    "--openprogram-concurrency", "4", "--junitxml", "junit.xml"),
+    )  # fmt: skip
+    result.assert_outcomes(failed=1, deselected=1)  # no threshold: every sample must pass
+    (case,) = _cases(project.path / "junit.xml").values()
+    props = _props(case)
+    assert props["openprogram.eval.n"] == "12" and props["openprogram.eval.discarded"] == "0"
+    assert props["openprogram.eval.cost_usd"] == "0.0"  # a priced model; the server sends no usage
+    folder = project.path / "reports" / "eval" / "scenarios__stochastic__weighted_pick"
+    assert sorted(p.name for p in folder.glob("sample-*.yaml")) == [
+        f"sample-{i:03d}.yaml" for i in range(1, 13)
+    ]
