@@ -20,7 +20,9 @@ Options (group ``openprogram``)::
                                       model, --openprogram-samples N each (10), with
                                       --openprogram-threshold P, --openprogram-confidence C,
                                       --openprogram-base-url URL, --openprogram-eval-out DIR,
-                                      --openprogram-eval-timeout S, --openprogram-no-early-stop
+                                      --openprogram-eval-timeout S, --openprogram-no-early-stop,
+                                      --openprogram-concurrency K, --openprogram-max-retries N,
+                                      --openprogram-budget USD, --openprogram-pricing FILE
 
 Each scenario file is one item (``path/to/file.yaml::<title>``); a failing one shows the
 verdict's diff, an invalid one its ``file:line`` errors. Scenario items carry JUnit
@@ -43,9 +45,9 @@ client of a test (see :mod:`openprogram_sim.cassettes`).
 The hooks are here; each part has its module: options (``_options``), scenario items
 (``_items``), fixtures (``_fixtures``, their objects in ``_objects``), cassettes
 (``_cassettes``), traces out (``_trace_out``), behaviour coverage (``_coverage``), fuzz
-chunks (``_fuzz``) and the report's records under xdist (``_xdist``). Only pytest and the
-standard library are imported at start-up; the harness is imported when a scenario or
-fixture is used.
+chunks (``_fuzz``), evals (``_eval``) and the report's records under xdist (``_xdist``).
+Only pytest and the standard library are imported at start-up; the harness is imported
+when a scenario or fixture is used.
 """
 
 from __future__ import annotations
