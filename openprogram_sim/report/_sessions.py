@@ -159,7 +159,9 @@ def _props(report: SessionReport) -> dict[str, Any]:
     props["retries"] = sum(1 for r in report.rounds if r.get("retry_of") is not None)
     if report.disconnects:
         props["disconnects"] = report.disconnects
-    if report.trace_dropped:
+    if report.timeline_dropped:
+        props["timeline"] = "not kept: the server's budget for ended sessions' timelines was spent"
+    elif report.trace_dropped:
         props["trace_entries_not_kept"] = report.trace_dropped
     return props
 
@@ -226,6 +228,11 @@ def _notes(served: ServeReport) -> list[str]:
             f"{served.sessions_dropped} more session(s) ended without a section of their own "
             "(the server keeps the reports of the first 1,000 sessions to end, and of the "
             "failing ones after them); they count in the verdict"
+        )
+    if served.timelines_dropped:
+        notes.append(
+            f"{served.timelines_dropped} ended session(s) kept their verdict but not their "
+            "timeline (the server keeps about 32 MiB of ended sessions' traces)"
         )
     notes += [f"the server: {f.title}" for f in server_failures(served)]
     return notes

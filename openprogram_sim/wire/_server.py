@@ -148,6 +148,9 @@ class ServeReport:
     sessions_dropped: int = 0
     """Ended sessions past that cap (passing ones, or failing ones past their own cap):
     counted in the verdict, without a section of their own."""
+    timelines_dropped: int = 0
+    """Ended sessions among :attr:`sessions` kept without their trace (the ended sessions'
+    budget, :data:`~openprogram_sim.wire._session.KEPT_TIMELINES_BYTES`, was spent)."""
 
     @property
     def passed(self) -> bool:
@@ -381,6 +384,7 @@ class WireServer:
             ended = self.app.ended
             report.sessions = [r for r in reports if r.state == "live"] + ended.reports
             report.sessions_dropped = ended.passing_dropped + ended.failing_dropped
+            report.timelines_dropped = ended.timelines_dropped
             self._add_ended(report)
         for writer in [write] if callable(write) else list(write):
             if not callable(writer):

@@ -14,6 +14,7 @@ own ``random.Random``: its seed comes from the scenario's ``seed:`` and the sess
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -46,6 +47,7 @@ from openprogram_sim.wire._trace import (
 __all__ = [
     "KEPT_ROUNDS",
     "KEPT_SESSIONS",
+    "KEPT_TIMELINES_BYTES",
     "EndedSessions",
     "RequestCheck",
     "Session",
@@ -55,13 +57,17 @@ __all__ = [
     "TraceDetails",
 ]
 
-KEPT_ROUNDS = 1000
+KEPT_ROUNDS = 500
 """Model requests of one session whose facts (:attr:`SessionReport.rounds`) its report
 keeps; later ones are counted."""
 
 KEPT_SESSIONS = 1000
-"""Reports of ended sessions kept whole (with their timelines) for the final report: the
-first ones to end, then failing ones only (up to as many again)."""
+"""Reports of ended sessions kept for the final report: the first ones to end, then failing
+ones only (up to as many again)."""
+
+KEPT_TIMELINES_BYTES = 32 * 1024 * 1024
+"""Bytes (as JSON) of kept traces and request facts over every ended session; a session that
+ends past it keeps its verdict, not its timeline (:meth:`SessionReport.without_timeline`)."""
 
 RequestCheck = Callable[[list[dict[str, Any]]], list[Failure]]
 """Checks what a session's client sent: each model call as the fields
@@ -482,10 +488,27 @@ class SessionReport:
     """What the :class:`SessionCheck`'s ``details`` made of the whole trace (None: none)."""
     duration: float = 0.0
     """Seconds from the session's first request to its last answer's end."""
+    timeline_dropped: bool = False
+    """The trace and the request facts were not kept (the ended sessions' budget,
+    :data:`KEPT_TIMELINES_BYTES`, was spent)."""
 
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    @property
+    def kept_size(self) -> int:
+        """Bytes (as JSON) of the kept trace and request facts."""
+        return len(json.dumps([self.trace, self.rounds], ensure_ascii=False, default=str))
+
+    def without_timeline(self) -> SessionReport:
+        """This report without its trace and request facts (its verdict, counts and
+        details stay)."""
+        return replace(
+            self, trace=[], numbers=[], rounds=[], timeline_dropped=True,
+            trace_dropped=self.trace_dropped + len(self.numbers),
+            rounds_dropped=self.rounds_dropped + len(self.rounds),
+        )  # fmt: skip
 
     @property
     def label(self) -> str:
@@ -540,8 +563,13 @@ class EndedSessions:
     first ``keep`` sessions to end, passing or not, for the final HTML report
     (:attr:`reports`), and totals. A report keeps a compact trace, not the requests."""
 
-    def __init__(self, keep: int = KEPT_SESSIONS) -> None:
+    def __init__(self, keep: int = KEPT_SESSIONS, budget: int = KEPT_TIMELINES_BYTES) -> None:
         self.keep = keep
+        self.budget = budget
+        """Bytes of kept traces and request facts over every report kept."""
+        self.kept_bytes = 0
+        self.timelines_dropped = 0
+        """Reports kept without their timeline (past ``budget``)."""
         self.count = 0
         """Sessions ended."""
         self.passed = 0
@@ -556,6 +584,7 @@ class EndedSessions:
         self._lock = threading.Lock()
 
     def add(self, report: SessionReport) -> None:
+        size = report.kept_size
         with self._lock:
             self.count += 1
             self.model_calls += report.model_calls
@@ -563,14 +592,21 @@ class EndedSessions:
             if report.passed:
                 self.passed += 1
             elif len(self._failing) < self.keep:
-                self._failing.append(report)
                 kept_failing = True
             else:
                 self.failing_dropped += 1
             if self.count <= self.keep or kept_failing:
+                if self.kept_bytes + size > self.budget:
+                    report = report.without_timeline()
+                    self.timelines_dropped += 1
+                else:
+                    self.kept_bytes += size
                 self._reports.append(report)
-            elif report.passed:
-                self.passing_dropped += 1
+            else:
+                report = report.without_timeline()  # kept by name only, for GET /s/NAME
+                self.passing_dropped += report.passed
+            if kept_failing:
+                self._failing.append(report)
             self._recent.pop(report.name, None)
             self._recent[report.name] = report
             if len(self._recent) > self.keep:

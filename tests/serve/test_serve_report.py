@@ -470,3 +470,51 @@ def test_a_session_that_retried_shows_the_retry_on_its_timeline(
     ]
     assert record["props"]["retries"] == 1
     assert record["status"] == "passed"
+
+
+def test_ended_sessions_keep_their_timelines_within_a_budget(tmp_path: Path) -> None:
+    """Past the ended sessions' budget a session keeps its verdict, not its timeline; past
+    the count cap, passing sessions get no section (failing ones still do)."""
+    from openprogram_sim.wire._session import EndedSessions
+
+    turns = [{"tool_calls": [{"search": {"q": "a"}}]}, "Found it."]
+    with serve(turns) as server:
+        url = server.url
+        body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "Go."}]}
+        with httpx2.Client() as http:
+            first = http.post(f"{url}/s/one/v1/chat/completions", json=body).json()
+            (call,) = first["choices"][0]["message"]["tool_calls"]
+            body["messages"] += [
+                first["choices"][0]["message"],
+                {"role": "tool", "tool_call_id": call["id"], "content": "hit"},
+            ]
+            http.post(f"{url}/s/one/v1/chat/completions", json=body)
+            http.post(f"{url}/s/two/v1/chat/completions", json=body)  # stops early: fails
+        passing = server.end_session("one")
+        failing = server.end_session("two")
+    assert (passing.passed, failing.passed) == (True, False)
+    size = passing.kept_size
+    assert 0 < size < 4096 and passing.trace and passing.rounds
+
+    ended = EndedSessions(keep=2, budget=size + failing.kept_size // 2)
+    for report in (passing, failing, passing, failing):
+        ended.add(report)
+    kept = ended.reports
+    assert [(r.name, r.passed, r.timeline_dropped) for r in kept] == [
+        ("one", True, False),  # within the budget
+        ("two", False, True),  # past it: its verdict, not its timeline
+        ("two", False, True),  # failing after the first 2: kept too
+    ]
+    assert (kept[1].trace, kept[1].rounds, kept[1].failures) == ([], [], failing.failures)
+    assert kept[1].trace_dropped == len(failing.numbers) + failing.trace_dropped
+    assert (ended.passing_dropped, ended.timelines_dropped, ended.kept_bytes) == (1, 2, size)
+    assert ended.get("one") is not None and ended.get("one").trace == []  # by name: light
+    record = next(r for r in served_records_of(kept) if r["status"] == "failed")
+    assert record["props"]["timeline"] == (
+        "not kept: the server's budget for ended sessions' timelines was spent"
+    )
+    assert record["runs"][0]["timeline"]["rounds"] == []
+
+
+def served_records_of(reports: list[Any]) -> list[dict[str, Any]]:
+    return served_records(ServeReport(sessions=reports))
