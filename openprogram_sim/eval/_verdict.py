@@ -42,7 +42,6 @@ async def ask_recorded(
         if cassette.recording:
             base = cassette.scrubber.url(str(getattr(provider, "base_url", "") or ""))
             interactions = list(range(before + 1, len(cassette.vcr.data) + 1))
-            asked = spec.model_dump(mode="json", exclude={"base_url"})
             cassette.describe(
-                judge={"base_url": base, "interactions": interactions, **asked},
+                judge={"base_url": base, "interactions": interactions, **spec.asked()},
             )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openprogram_sim.errors import MatchTimeoutError, ScriptExhaustedError
+from openprogram_sim.errors import CassetteError, MatchTimeoutError, ScriptExhaustedError
 from openprogram_sim.play._history import history_mismatch
 from openprogram_sim.play._runner import RunOutcome
 from openprogram_sim.scenario import (
@@ -429,12 +429,43 @@ def _check_properties(outcome: RunOutcome, out: list[Failure]) -> None:
             )
 
 
+def _judge_cassette(outcome: RunOutcome, spec: JudgeSpec) -> tuple[Any, str] | Failure | None:
+    """The cassette the judge's recorded calls are replayed from, and how the scenario
+    names it: ``judge.cassette`` when given, else the run's own cassette when it holds a
+    judge's calls (an eval sample's); None under a script without one."""
+    scenario = outcome.scenario
+    if spec.cassette is None:
+        cassette = getattr(outcome.provider, "cassette", None)
+        if cassette is None or not _judge_interactions(outcome):
+            return None
+        return cassette, "the cassette"
+    from openprogram_sim.cassettes import Cassette  # vcrpy loads for a judge replayed only
+
+    path = Path(spec.cassette)
+    if not path.is_absolute() and scenario.path:
+        path = Path(scenario.path).parent / path
+    where = scenario.where("expect", "judge", "cassette")
+    try:
+        loaded = Cassette(path, record_mode="none").load()
+    except CassetteError as exc:
+        return Failure("expect.judge.cassette cannot be replayed", str(exc), where)
+    judge = loaded.metadata.get("judge")
+    if not isinstance(judge, dict) or not judge.get("interactions"):
+        return Failure(
+            f"expect.judge.cassette {spec.cassette} holds no judge's calls",
+            "name the cassette of an eval sample whose scenario has this expect.judge (each "
+            "sample's cassette under openprogram-sim eval's --out holds its judge's calls)",
+            where,
+        )
+    return loaded, f"cassette {spec.cassette}"
+
+
 async def _replay_judge(
     cassette: Any, spec: JudgeSpec, outcome: RunOutcome
 ) -> dict[str, CriterionVerdict]:
     """The judge asked again through the cassette that recorded it: its recorded calls
-    answer (no key, no socket), when the run replayed as it was recorded."""
-    base_url = _recorded_judge(outcome).get("base_url") or None
+    answer (no key, no socket) when the run did what the recorded one did."""
+    base_url = (cassette.metadata.get("judge") or {}).get("base_url") or None
     async with cassette.client() as client:
         extra = {"base_url": base_url} if base_url else {}
         provider = cassette.provider(spec.model, client=client, stream=False, **extra)
@@ -453,23 +484,28 @@ def _run_async(work: Coroutine[Any, Any, Any]) -> Any:
 
 
 def _check_judge(outcome: RunOutcome, out: list[Failure]) -> None:
-    """``expect.judge`` of a scenario whose ``model:`` replays an eval sample's cassette
-    holding its judge's calls: the judge replayed, each criterion checked. Under a script
-    (or a recording without a judge's calls) the judge is not asked: it judges a real
-    model's runs (``openprogram-sim eval``)."""
+    """``expect.judge``, replayed: from ``judge.cassette``, or from the run's own cassette
+    when it is an eval sample's holding its judge's calls; each criterion checked. Under a
+    script without ``judge.cassette`` the judge is not asked: it judges a real model's runs
+    (``openprogram-sim eval``)."""
     scenario = outcome.scenario
     spec = scenario.expect.judge
-    cassette = getattr(outcome.provider, "cassette", None)
-    if spec is None or cassette is None or not _judge_interactions(outcome):
+    found = _judge_cassette(outcome, spec) if spec is not None else None
+    if spec is None or found is None:
         return
-    changed = judge_changes(spec, _recorded_judge(outcome))
+    if isinstance(found, Failure):
+        out.append(found)
+        return
+    cassette, named = found
+    where = scenario.where("expect", "judge")
+    changed = judge_changes(spec, cassette.metadata.get("judge") or {})
     if changed:
         out.append(
             Failure(
-                "expect.judge is not the judge recorded in the cassette: " + "; ".join(changed),
+                f"expect.judge is not the judge recorded in {named}: " + "; ".join(changed),
                 "its recorded calls answer only the judge that was asked; record the sample "
                 "again (openprogram-sim eval) to judge it by this one",
-                scenario.where("expect", "judge"),
+                where,
             )
         )
         return
@@ -479,9 +515,9 @@ def _check_judge(outcome: RunOutcome, out: list[Failure]) -> None:
         out.append(
             Failure(
                 "the judge's recorded verdict could not be replayed",
-                f"{exc}\n(the judge's request is rebuilt from this run: a run that replays "
-                "differently from the recording asks the judge something else)",
-                scenario.where("expect", "judge"),
+                f"{exc}\n(the judge's request is rebuilt from this run: a run that does "
+                "something else than the recorded one asks the judge something else)",
+                where,
             )
         )
         return

@@ -321,7 +321,7 @@ def judge_changes(spec: JudgeSpec, recorded: Mapping[str, Any]) -> list[str]:
     are the same."""
     if "criteria" not in recorded:
         return []
-    asked = spec.model_dump(mode="json", exclude={"base_url"})
+    asked = spec.asked()
     out = [
         f"its {key} is {_shown(asked[key])}, the recorded one's {_shown(recorded.get(key))}"
         for key in ("model", "rubric")

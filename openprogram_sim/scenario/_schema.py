@@ -699,6 +699,18 @@ class JudgeSpec(_Model):
         json_schema_extra={"pattern": _LOOPBACK_PATTERN},
     )
 
+    cassette: str | None = Field(
+        None,
+        description="A cassette holding this judge's recorded calls (an eval sample's, whose "
+        "replies this scenario's model: plays), relative to this file: openprogram-sim run "
+        "replays the judge from it. Not used by eval, which asks the judge live.",
+    )
+
+    def asked(self) -> dict[str, Any]:
+        """What the judge is asked (model, rubric, criteria), as a cassette keeps it: not
+        where it is asked (``base_url``) or replayed from (``cassette``)."""
+        return self.model_dump(mode="json", exclude={"base_url", "cassette"})
+
     @field_validator("criteria")
     @classmethod
     def _names_once(cls, criteria: list[JudgeCriterion]) -> list[JudgeCriterion]:

@@ -232,7 +232,7 @@ def test_a_run_that_replays_differently_asks_the_judge_something_it_did_not_reco
         done.stdout
     )
     assert "no recorded interaction matches request 3 (POST /s/judged-1-judge/v1/" in done.stdout
-    assert "a run that replays differently from the recording asks the judge" in done.stdout
+    assert "a run that does something else than the recorded one asks the judge" in done.stdout
     assert attempts == []
 
 
@@ -391,3 +391,79 @@ def test_another_judge_than_the_one_recorded_is_named_not_asked(
     )
     assert replay_sample(load_scenario(path), folder / "sample-001.yaml").passed
     assert attempts == []
+
+
+SCRIPTED = """\
+scenario: what sample {n} did, scripted, its judge replayed from the sample's cassette
+tools:
+  lookup_order:
+    parameters: {{type: object, properties: {{order_id: {{type: string}}}}, required: [order_id]}}
+    returns: "order 42: shipped, arrives Friday"
+exec: {{content: "Where is order 42?", tools: [lookup_order]}}
+model:
+  - tool_calls: [{{lookup_order: {{order_id: "42"}}}}]
+  - text: "{answer}"
+expect:
+  judge:
+    model: openai:gpt-4o-mini
+    cassette: {cassette}
+    rubric: "The agent answers customers of a shop."
+    criteria:
+      - {{name: names_status, text: "The answer says the order has shipped."}}
+      - {{name: gives_date, text: "The answer gives the delivery day.", min_score: 4}}
+"""
+
+
+def test_a_scripted_run_replays_its_judge_from_a_named_cassette(
+    tmp_path: Path, recording: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judged_eval(tmp_path, [PASSING, FAILING])
+    attempts = block_sockets(monkeypatch)
+    monkeypatch.setenv("CI", "1")
+    said = AGENT[1]["text"]
+    for n in (1, 2):
+        cassette = f"eval/judged/sample-00{n}.yaml"
+        text = SCRIPTED.format(n=n, answer=said, cassette=cassette)
+        (tmp_path / f"scripted{n}.yaml").write_text(text)
+    other = SCRIPTED.format(n=1, answer="It is on its way.", cassette="eval/judged/sample-001.yaml")
+    (tmp_path / "other_answer.yaml").write_text(other)
+    missing = SCRIPTED.format(n=1, answer=said, cassette="eval/judged/sample-009.yaml")
+    (tmp_path / "missing.yaml").write_text(missing)
+    names = ("scripted1.yaml", "scripted2.yaml", "other_answer.yaml", "missing.yaml")
+    done = run_cli("run", *names, cwd=tmp_path)
+    assert done.returncode == 1
+    verdicts_line = [line.split()[:2] for line in done.stdout.splitlines()[:4]]
+    assert verdicts_line == [
+        ["PASS", "scripted1.yaml"],
+        ["FAIL", "scripted2.yaml"],
+        ["FAIL", "other_answer.yaml"],
+        ["FAIL", "missing.yaml"],
+    ]
+    assert "- judge.gives_date: the judge (openai:gpt-4o-mini) said pass, score 3/5" in (
+        done.stdout
+    )
+    assert "  at scripted2.yaml:17\n" in done.stdout
+    # another final answer asks the judge another question, which the recording cannot answer
+    assert "- the judge's recorded verdict could not be replayed\n  at other_answer.yaml:11\n" in (
+        done.stdout
+    )
+    assert (
+        "- expect.judge.cassette cannot be replayed\n  at missing.yaml:13\n  cassette "
+        "eval/judged/sample-009.yaml does not exist and the record mode is none (CI is set, "
+        "so nothing is recorded)"
+    ) in done.stdout
+    assert attempts == []
+
+
+def test_a_named_cassette_without_a_judge_is_refused(tmp_path: Path) -> None:
+    # a real recording with no judge in it (openprogram-sim record's, not eval's)
+    plain = Path(__file__).parents[1] / "sim" / "data" / "weather_cassette.yaml"
+    (tmp_path / "plain.yaml").write_bytes(plain.read_bytes())
+    text = SCRIPTED.format(n=1, answer=AGENT[1]["text"], cassette="plain.yaml")
+    (tmp_path / "s.yaml").write_text(text)
+    done = run_cli("run", "s.yaml", cwd=tmp_path)
+    assert done.returncode == 1
+    assert (
+        "- expect.judge.cassette plain.yaml holds no judge's calls\n  at s.yaml:13\n  name the "
+        "cassette of an eval sample whose scenario has this expect.judge"
+    ) in done.stdout
