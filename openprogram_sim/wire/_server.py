@@ -180,6 +180,8 @@ class WireServer:
     is kept for :meth:`check`. At most ``max_sessions`` named sessions are live at once.
     Slow clients are let go (``header_timeout``, ``body_timeout``, ``body_min_rate``) and
     at most ``max_connections`` connections are served at once (see :func:`serve`).
+    ``details`` is what each session's report keeps of its whole trace (see :func:`serve`);
+    :meth:`check` hands its report to writers (``write=``: the HTML report, JUnit).
     """
 
     def __init__(
