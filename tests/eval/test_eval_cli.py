@@ -348,11 +348,12 @@ def test_ctrl_c_ends_the_eval_after_the_sample_running(tmp_path: Path, server: W
 
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     out, results = tmp_path / "eval", tmp_path / "results.json"
+    page, junit = tmp_path / "eval.html", tmp_path / "eval.xml"
     process = subprocess.Popen(
         [sys.executable, "-m", "openprogram_sim.cli", "eval",
          "scenarios/stochastic/weighted_pick.yaml", "--model", "openai:gpt-4o-mini",
          "--base-url", sessions_url(server), "--samples", "100000", "--out", str(out),
-         "--json", str(results)],
+         "--json", str(results), "--report", str(page), "--junitxml", str(junit)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -370,3 +371,31 @@ def test_ctrl_c_ends_the_eval_after_the_sample_running(tmp_path: Path, server: W
     assert taken >= 3
     assert f"interrupted after {taken} of 100000 samples" in stdout
     assert not results.exists()  # an interrupted eval writes no results file
+    assert not junit.exists()  # nor a gate's JUnit file
+    assert "interrupted" in page.read_text()  # the page shows what ran
+
+
+@pytest.mark.slow
+def test_report_and_junitxml_are_written_with_the_eval(tmp_path: Path, server: WireServer) -> None:
+    import xml.etree.ElementTree as ET
+
+    page, junit = tmp_path / "out" / "eval.html", tmp_path / "out" / "eval.xml"
+    done, data = run_eval(
+        tmp_path, sessions_url(server), "--samples", "8", "--threshold", "0.5",
+        "--report", str(page), "--junitxml", str(junit),
+    )  # fmt: skip
+    (result,) = data["scenarios"]
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") or html.lstrip().lower().startswith("<!doctype")
+    assert "scenarios/stochastic/weighted_pick.yaml" in html and "openai:gpt-4o-mini" in html
+    for sample in result["sample_results"]:
+        assert sample["cassette"] in html  # each sample listed with its cassette's path
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    (case,) = suite.findall("testcase")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["openprogram.eval.pass_rate"] == repr(round(result["rate"], 6))
+    assert props["openprogram.eval.n"] == str(result["samples"])
+    assert props["openprogram.eval.verdict"] == result["verdict"]
+    assert (case.find("failure") is None) == (result["verdict"] == "pass")
+    assert done.returncode == (0 if result["verdict"] == "pass" else 1)
