@@ -311,7 +311,7 @@ def test_the_command_form_finds_each_bug_and_serve_replays_it_against_the_real_a
     agent = f"{sys.executable} {AGENT_SCRIPT} --fix {left_fixed}"
     done = subprocess.run(
         [sys.executable, "-m", "openprogram_sim.cli", "fuzz", "--agent", agent, "--examples",
-         "12", "--shrink-time", "30", "--regressions", str(tmp_path)],
+         "12", "--shrink-time", "90", "--regressions", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr

@@ -40,7 +40,12 @@ from openprogram_sim.fuzz.agent._regression import (
     replay,
     write_agent_regression,
 )
-from openprogram_sim.fuzz.agent._scripts import FAULT_KINDS, RETRY_AFTER, script_strategy
+from openprogram_sim.fuzz.agent._scripts import (
+    FAULT_KINDS,
+    RETRY_AFTER,
+    fault_kind,
+    script_strategy,
+)
 from openprogram_sim.fuzz.agent._stats import AgentStats
 from openprogram_sim.fuzz.agent._target import AgentEndpoints, AgentError, AgentRun, AgentTarget
 from openprogram_sim.fuzz.agent._tools import DeclaredTool, declared_tools
@@ -336,11 +341,18 @@ def _size(turns: list[dict[str, Any]]) -> tuple[int, int]:
 def _smaller(
     turns: list[dict[str, Any]], simplest: Callable[[str], dict[str, Any]]
 ) -> list[list[dict[str, Any]]]:
-    """Scripts one step simpler than ``turns``: a turn left out (never the final text), one
+    """Scripts simpler than ``turns``, the boldest first: every fault left out, one turn
+    kept with the final text, a turn left out (never the final text), one
     call of a round of several left out, a re-chunked turn written at once, a call made the
     plainest one (``simplest(name)``: the tool's simplest valid arguments; the agent's first
     tool for a call to an unknown one), a fault's wait or cut made the shortest."""
-    out = [turns[:i] + turns[i + 1 :] for i in range(len(turns) - 1)]
+    out: list[list[dict[str, Any]]] = []
+    plain = [t for t in turns if fault_kind(t) is None]
+    if len(plain) < len(turns):
+        out.append(plain)  # every fault at once
+    if len(turns) > 2:  # one turn and the final text: most bugs need no more
+        out += [[turns[i], turns[-1]] for i in range(len(turns) - 1)]
+    out += [turns[:i] + turns[i + 1 :] for i in range(len(turns) - 1)]
 
     def swap(i: int, turn: dict[str, Any]) -> None:
         if turn != turns[i]:

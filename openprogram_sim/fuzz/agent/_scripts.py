@@ -5,9 +5,10 @@ up to :data:`MAX_ROUNDS` rounds of tool calls (one to :data:`MAX_CALLS` calls ea
 the agent's tools with arguments drawn from their schemas, with invalid arguments, or to a
 tool that does not exist), then a final text. Before any of these turns up to two faults
 may come, each a turn the agent must retry past: an HTTP 429 with ``retry-after``
-(``rate_limit``), an error event inside a 200 stream after some text (``stream_error``),
-a stream cut before its end (``cut``). A turn may also be re-chunked: each streamed event
-its own write (``wire: {interval}``), so the agent assembles deltas that arrive apart.
+(``rate_limit``), an error event inside a 200 stream after some text (``stream_error``;
+an HTTP 500 for an agent that does not stream), a stream cut before its end (``cut``). A
+turn may also be re-chunked: each streamed event its own write (``wire: {interval}``), so
+the agent assembles deltas that arrive apart.
 
 Every choice shrinks toward the plain case (no round, no fault, valid arguments, the first
 tool), so a failing script shrinks to the few turns that matter.
@@ -82,9 +83,12 @@ def _fault(kinds: Sequence[str], stream: bool) -> st.SearchStrategy[dict[str, An
             wait = draw(st.sampled_from(RETRY_AFTER))
             return {"stop_reason": "error", "error": "rate limited", "error_reason": "rate_limit",
                     "retry_after": wait}  # fmt: skip
-        if kind == "stream_error":
+        if kind == "stream_error" and stream:
             return {"text": "Let me", "stop_reason": "error", "error": "stream interrupted",
                     "wire": {"error_mode": "stream"}}  # fmt: skip
+        if kind == "stream_error":  # a JSON body has no stream: the server's error instead
+            return {"stop_reason": "error", "error": "server error",
+                    "wire": {"error_mode": "http", "status": 500}}  # fmt: skip
         # a cut before the end: after the headers, or (streaming) within the first events
         cut = draw(st.integers(0, 2)) if stream else 0
         return {"text": _CUT_TEXT, "wire": {"cut_after": cut}}
