@@ -25,7 +25,6 @@ is kept per round in :class:`Round`, which the client checks read
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -306,18 +305,36 @@ class KeptTrace:
     left out by design and not counted)."""
 
 
-def _cut(value: Any, limit: int) -> Any:
-    """``value`` with every string longer than ``limit`` cut, saying how much was."""
+_SCALARS = (bool, int, float)
+_SEQUENCES = (list, tuple)
+
+
+def _cut(value: Any, limit: int) -> tuple[Any, int]:
+    """``value`` with every string longer than ``limit`` cut, saying how much was (the
+    value itself when nothing is), and about how many bytes it takes as JSON."""
     if isinstance(value, str):
         if len(value) <= limit:
-            return value
-        return f"{value[:limit]}... [{len(value) - limit} more characters not kept]"
+            return value, len(value) + 2
+        cut = f"{value[:limit]}... [{len(value) - limit} more characters not kept]"
+        return cut, len(cut) + 2
+    if value is None or isinstance(value, _SCALARS):
+        return value, 5
     if isinstance(value, dict):
-        return {str(k): _cut(v, limit) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_cut(v, limit) for v in value]
-    if value is None or isinstance(value, bool | int | float):
-        return value
+        size, out, same = 2, {}, True
+        for k, v in value.items():
+            small, n = _cut(v, limit)
+            same = same and small is v and isinstance(k, str)
+            out[str(k)] = small
+            size += n + len(str(k)) + 4
+        return (value if same else out), size
+    if isinstance(value, _SEQUENCES):
+        size, items, same = 2, [], isinstance(value, list)
+        for v in value:
+            small, n = _cut(v, limit)
+            same = same and small is v
+            items.append(small)
+            size += n + 1
+        return (value if same else items), size
     return _cut(str(value), limit)
 
 
@@ -334,8 +351,8 @@ def keep_trace(
         if used >= budget:
             kept.dropped += 1
             continue
-        small = _cut(entry, text)
-        used += len(json.dumps(small, ensure_ascii=False, default=str))
+        small, size = _cut(entry, text)
+        used += size
         kept.entries.append(small)
         kept.numbers.append(i)
     return kept
