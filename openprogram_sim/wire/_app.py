@@ -241,6 +241,9 @@ class _Paced:
         return message
 
 
+_CONVERSATIONS = re.compile(r"/v1/conversations(/|$)")
+"""OpenAI's Conversations API (``conversation`` items kept by the provider), not served."""
+
 _SESSION_ROUTES = (
     "GET /s/{session} (its report so far) and DELETE /s/{session} (end it; its report)"
 )
@@ -560,6 +563,19 @@ class WireApp:
             await exc.send(scope, send, None)
             return
         path = scope.get("path", "")
+        if _CONVERSATIONS.search(path):
+            message = (
+                f"openprogram-sim: {scope.get('method')} {path!a} is OpenAI's Conversations "
+                "API, which this server does not serve: a session keeps the Responses it "
+                "served instead. Chain requests with previous_response_id, or send the whole "
+                "input (openai-agents: auto_previous_response_id=True, or a session kept on "
+                "your side such as SQLiteSession in place of OpenAIConversationsSession)"
+            )
+            self.charge(name, message)
+            body = {"error": {"message": message, "type": "invalid_request_error",
+                              "param": None, "code": "unsupported_api"}}  # fmt: skip
+            await _send_json(send, 404, body)
+            return
         message = (
             f"openprogram-sim: {scope.get('method')} {path!a} is not an API route this server "
             "serves: /v1/chat/completions, /v1/responses, /v1/models, /v1/messages, "

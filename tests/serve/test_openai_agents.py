@@ -217,3 +217,35 @@ def test_a_run_on_a_conversation_is_refused_naming_what_to_send_instead(scenario
         "code": "unsupported_parameter",
     }  # fmt: skip
     assert report.errors == [f"request #1 (openai-responses): {message}"]
+
+
+def test_the_conversations_api_is_refused_naming_what_to_use_instead(scenario: Path) -> None:
+    """openai-agents' ``OpenAIConversationsSession`` keeps the history in OpenAI's
+    Conversations API, which the server does not serve: its first call (``POST
+    /v1/conversations``) gets a 404 that says so and what to use instead."""
+    from agents import OpenAIConversationsSession
+    from openai import NotFoundError
+
+    async def run(url: str) -> None:
+        weather, client = agent(url)
+        async with client:
+            memory = OpenAIConversationsSession(openai_client=client)
+            await Runner.run(weather, "Paris?", session=memory)
+
+    with serve_scenario(scenario) as server:
+        with pytest.raises(NotFoundError) as caught:
+            asyncio.run(run(server.base_url("openai", "memory")))
+        report = server.end_session("memory")
+
+    message = (
+        "openprogram-sim: POST '/s/memory/v1/conversations' is OpenAI's Conversations API, "
+        "which this server does not serve: a session keeps the Responses it served instead. "
+        "Chain requests with previous_response_id, or send the whole input (openai-agents: "
+        "auto_previous_response_id=True, or a session kept on your side such as SQLiteSession "
+        "in place of OpenAIConversationsSession)"
+    )
+    assert caught.value.body == {
+        "message": message, "type": "invalid_request_error", "param": None,
+        "code": "unsupported_api",
+    }  # fmt: skip
+    assert (report.model_calls, report.errors) == (0, [message])
