@@ -101,7 +101,7 @@ def test_each_scenario_is_an_item_on_the_sequential_verdict(
             f"  model: {MODEL}",
             "FAIL scenarios/stochastic/never_looks.yaml: * samples passed (rate 0.*, 95% "
             "interval [[]*], flaky); threshold 0.5: upper bound 0.* < 0.5 (Clopper-Pearson *)",
-            "stopped early after * of 100 samples",
+            "stopped early after * of 100 samples: the verdict was decided",
             "expectations held: properties */*",
             "regression: reports/eval/regressions/scenarios__stochastic__never_looks-1.yaml *",
             "failed in sample(s) * (first: reports/eval/scenarios__stochastic__never_looks/"
