@@ -252,6 +252,18 @@ def test_a_command_agent_gets_the_session_urls_and_a_placeholder_key(tmp_path: P
         assert env[key] == PLACEHOLDER_KEY
 
 
+def test_the_face_exports_exactly_its_all_and_its_classes_say_they_live_there() -> None:
+    import types
+
+    import openprogram_sim.fuzz.agent as face
+
+    public = {n for n, v in vars(face).items()
+              if not n.startswith("_") and not isinstance(v, types.ModuleType)}  # fmt: skip
+    assert public == set(face.__all__)
+    classes = [getattr(face, n) for n in face.__all__ if isinstance(getattr(face, n), type)]
+    assert {c.__module__ for c in classes} == {"openprogram_sim.fuzz.agent"}
+
+
 def test_the_campaign_api_returns_the_shrunk_failure() -> None:
     target = AgentTarget.load("openai_loop:fixed_results", pythonpath=[str(AGENTS)])
     result = run_agent_campaign(target, 30, seed=2, regressions=None)

@@ -9,7 +9,9 @@ Each is fixed when its name is in ``OPENAI_LOOP_FIX`` (comma-separated, e.g.
 
 As a command: ``python tests/fuzz/agents/openai_loop.py [--fix NAME ...]`` (it reads
 ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``); in process: ``openai_loop:agent`` (called with
-the fuzzer's endpoints), ``openai_loop:fixed`` (both bugs fixed).
+the fuzzer's endpoints), ``openai_loop:fixed`` (both bugs fixed), ``fixed_results`` and
+``fixed_retry_after`` (one of them fixed), ``strict`` (both fixed, but a call to a tool it
+lacks raises) and ``slow_on_tools`` (both fixed, 2 s per round of calls).
 """
 
 from __future__ import annotations
