@@ -98,14 +98,20 @@ def sample_runs(scenario: Scenario, sample: Sample) -> tuple[list[dict[str, Any]
         {"name": c.name, "args": c.args, "depth": c.depth, "round": c.round}
         for c in trace_calls(outcome.trace)
     ]
-    note = None
     if _plain(made) != _plain(sample.calls):
-        note = (
+        made_by = ", ".join(_call_text(c) for c in sample.calls) or "no tool calls"
+        return runs, (
             "this timeline is the cassette replayed, and its tool calls differ from the "
-            "sample's (a tool whose result changed between the runs?): the sample made "
-            + ", ".join(_call_text(c) for c in sample.calls)
+            f"sample's (a tool whose result changed since?): the sample made {made_by}"
         )
-    return runs, note
+    if outcome.error_text != sample.error:
+        return runs, (
+            "this timeline is the cassette replayed, and it ended otherwise than the sample "
+            f"(a tool whose result changed since?): the replay raised {outcome.error_text}"
+            if outcome.error_text is not None
+            else f"this timeline is the cassette replayed, which did not raise {sample.error}"
+        )
+    return runs, None
 
 
 def _plain(calls: Sequence[Mapping[str, Any]]) -> list[Any]:

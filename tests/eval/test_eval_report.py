@@ -198,6 +198,30 @@ def test_a_sample_without_its_cassette_says_so(tmp_path: Path) -> None:
     assert Page(html).figures["0.rate"] == f"{result.rate:.3f}"
 
 
+def test_a_replay_that_does_not_follow_the_sample_says_so(tmp_path: Path) -> None:
+    result, scenario = sample_eval(WEIGHTED, tmp_path / "eval", 3)
+    assert [bool(s.calls) for s in result.samples] == [True, True, True]
+    # the tool returns something else now: the recorded second request no longer matches
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(WEIGHTED.read_text().replace('"order 42: shipped"', '"order 42: lost"'))
+    edited = load_scenario(changed, shown_as=result.path)
+    html = write_eval_report(
+        [result], tmp_path / "e.html", scenarios={result.path: edited}
+    ).read_text(encoding="utf-8")
+    notes = re.findall(r'<p class="note">([^<]*)</p>', html)
+    assert len(notes) == 3
+    assert all(
+        n.startswith("this timeline is the cassette replayed, and it ended otherwise than the "
+                     "sample (a tool whose result changed since?): the replay raised ")
+        for n in notes
+    ), notes  # fmt: skip
+    # replayed through the scenario it was sampled from, no note
+    html = write_eval_report(
+        [result], tmp_path / "e.html", scenarios={result.path: scenario}
+    ).read_text(encoding="utf-8")
+    assert '<p class="note">' not in html
+
+
 def test_hostile_text_from_the_scenario_and_the_model_stays_text(tmp_path: Path) -> None:
     path = tmp_path / "hostile.yaml"
     path.write_text(HOSTILE_SCENARIO, encoding="utf-8")
