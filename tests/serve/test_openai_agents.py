@@ -249,3 +249,28 @@ def test_the_conversations_api_is_refused_naming_what_to_use_instead(scenario: P
         "code": "unsupported_api",
     }  # fmt: skip
     assert (report.model_calls, report.errors) == (0, [message])
+
+
+def test_a_session_kept_on_the_clients_side_passes_the_same_file(scenario: Path) -> None:
+    """openai-agents' ``SQLiteSession`` keeps the history itself and sends it whole."""
+    from agents import SQLiteSession
+
+    async def run(url: str) -> list[str]:
+        weather, client = agent(url)
+        memory = SQLiteSession("weather")  # in memory
+        try:
+            async with client:
+                first = await Runner.run(weather, "Paris?", session=memory)
+                second = await Runner.run(weather, "And Rome?", session=memory)
+        finally:
+            memory.close()
+        return [str(first.final_output), str(second.final_output)]
+
+    with serve_scenario(scenario) as server:
+        answers = asyncio.run(run(server.base_url("openai", "sqlite")))
+        sent = states(server, "sqlite")
+        report = server.end_session("sqlite")
+
+    assert answers == ["Sunny in Paris.", "Rainy in Rome."]
+    assert sent == [(None, 1), (None, 3), (None, 5), (None, 7)]
+    assert (report.passed, report.render()) == (True, "")
