@@ -274,3 +274,25 @@ def test_samples_run_concurrently_and_are_all_counted(
     assert sorted(p.name for p in folder.glob("sample-*.yaml")) == [
         f"sample-{i:03d}.yaml" for i in range(1, 13)
     ]
+
+
+def test_an_undecided_verdict_fails_its_item_and_says_to_sample_more(
+    project: pytest.Pytester, server: WireServer
+) -> None:
+    result = project.runpytest(
+        *_eval_args(server, "-k", "weighted", "--openprogram-samples", "5",
+                    "--openprogram-threshold", "0.7", "--junitxml", "junit.xml"),
+    )  # fmt: skip
+    result.assert_outcomes(failed=1, deselected=1)
+    result.stdout.fnmatch_lines(
+        [
+            "UNDECIDED scenarios/stochastic/weighted_pick.yaml: */5 samples passed *; threshold "
+            "0.7: bound [[]*[]] holds 0.7 (Clopper-Pearson *)",
+            "5 of 5 samples",
+            "undecided: not passed; raise the samples (--openprogram-samples, --samples)",
+        ]
+    )
+    (case,) = _cases(project.path / "junit.xml").values()
+    assert _props(case)["openprogram.eval.verdict"] == "undecided"
+    failure = case.find("failure")
+    assert failure is not None and "eval failed" in failure.attrib["message"]
