@@ -117,13 +117,19 @@ def _round_note(facts: Mapping[str, Any]) -> str:
 def _note_rounds(timeline: ExecNode, trace: Sequence[Mapping[str, Any]],
                  numbers: Sequence[int], rounds: Sequence[Mapping[str, Any]]) -> None:  # fmt: skip
     """Give each round of ``timeline`` the note of the request it was (the k-th
-    ``turn_start`` of the trace is the k-th request)."""
+    ``turn_start`` of the trace is the k-th request), and each call never answered the
+    words for it."""
     starts = [n for n, e in zip(numbers, trace, strict=True) if e.get("type") == "turn_start"]
     notes = {n: _round_note(f) for n, f in zip(starts, rounds, strict=False)}
-    for node in timeline["rounds"]:
+    last = len(timeline["rounds"]) - 1
+    for k, node in enumerate(timeline["rounds"]):
         at = node["at"]
         if at and at[0] in notes:
             node["note"] = notes[at[0]]  # type: ignore[typeddict-unknown-key]
+        why = "no further request came" if k == last else "none in the next request"
+        for item in node["items"]:
+            if item["kind"] == "tool" and not item["done"]:  # the client never answered it
+                item["missing"] = f"no result: {why}"  # type: ignore[typeddict-unknown-key]
 
 
 def _final_text(trace: Sequence[Mapping[str, Any]]) -> str | None:

@@ -399,7 +399,7 @@ def test_the_report_in_a_browser_shows_each_sessions_timeline(
     ]
     timeline = dropper.find_element(By.CSS_SELECTOR, ".timeline").text
     for shown in ("prompt", "Find a and b.", "picks search, search", 'search(q="a")',
-                  "→ results for a", 'search(q="b")', "→ no result (the run ended first)",
+                  "→ results for a", 'search(q="b")', "→ no result: none in the next request",
                   "Found both.", "finished: the model answered with text"):  # fmt: skip
         assert shown in timeline, (shown, timeline)
     failure = dropper.find_element(By.CSS_SELECTOR, "pre.failure").text
@@ -421,7 +421,9 @@ def test_the_report_in_a_browser_shows_each_sessions_timeline(
     assert [e.text for e in errs] == ["✗ error: ", "search backend down"]
 
     quitter = _open(browser, "/s/quitter")
-    assert "ended: aborted" in quitter.find_element(By.CSS_SELECTOR, ".timeline").text
+    timeline = quitter.find_element(By.CSS_SELECTOR, ".timeline").text
+    assert "ended: aborted" in timeline
+    assert timeline.count("→ no result: no further request came") == 2
     rules = quitter.find_elements(By.CSS_SELECTOR, "tr.property")
     assert [(r.get_attribute("data-rule"), r.get_attribute("class")) for r in rules] == [
         ("at_most", "property held"),

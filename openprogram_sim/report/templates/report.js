@@ -130,7 +130,7 @@
   // The result where the call returned: an error in its place, a skip marked as such.
   function resultOf(item) {
     var span = el("span", "res");
-    if (!item.done) add(span, el("span", "result err", "→ no result (the run ended first)"));
+    if (!item.done) add(span, el("span", "result err", "→ " + (item.missing || "no result (the run ended first)")));
     else if (item.skipped) add(span, el("span", "result skip", "⤼ skipped: " + item.result));
     else if (item.is_error) add(span, el("span", "result err", "✗ error: "), collapsible("result err", item.result));
     else add(span, el("span", "result", "→ "), collapsible("result", item.result));
