@@ -136,8 +136,12 @@ def eval_summary(result: ScenarioResult) -> str:
     regressions written and the distinct reasons its samples failed, each with the samples
     and the first one's cassette."""
     lines = [_headline(result), ending(result)]
-    if result.verdict == "undecided":
+    if result.verdict == "undecided" and not (result.interrupted or result.budget_stopped):
         lines.append("undecided: not passed; raise the samples (--openprogram-samples, --samples)")
+    elif result.verdict == "undecided" and result.budget_stopped:
+        lines.append(
+            "undecided: not passed; the budget ran out first (--openprogram-budget, --budget)"
+        )
     rates = ", ".join(f"{k} {p}/{n}" for k, (p, n) in result.rates().items())
     if rates:
         lines.append(f"expectations held: {rates}")

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from test_eval_report import WEIGHTED, sample_eval
 
-from openprogram_sim.eval import Sample, ScenarioResult, pass_at_k, wilson, write_eval_junit
+from openprogram_sim.eval import (
+    Sample,
+    ScenarioResult,
+    pass_at_k,
+    wilson,
+    write_eval_junit,
+    write_eval_report,
+)
 
 
 def _cases(path: Path) -> dict[str, ET.Element]:
@@ -87,3 +94,21 @@ def test_text_xml_cannot_hold_is_replaced_and_markup_escaped(tmp_path: Path) -> 
     assert case.attrib["name"].endswith("::" + nasty.replace("\x1b", "\ufffd").replace(
         "\x00", "\ufffd").replace("\ufffe", "\ufffd"))  # fmt: skip
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".j.xml")] == []
+
+
+def test_a_scenario_interrupted_before_its_first_sample(tmp_path: Path) -> None:
+    result = ScenarioResult(
+        path="scenarios/x.yaml", title="x", max_samples=5, confidence=0.95, threshold=0.5,
+        interrupted=True,
+    )  # fmt: skip
+    (case,) = _cases(write_eval_junit([result], tmp_path / "j.xml")).values()
+    props = _props(case.find("properties"))
+    assert (props["openprogram.eval.n"], props["openprogram.eval.verdict"]) == ("0", "undecided")
+    assert props["openprogram.eval.interrupted"] == "true"
+    assert props["openprogram.eval.decision"] == "threshold 0.5: no samples"
+    failure = case.find("failure")
+    assert failure is not None and failure.text is not None
+    assert failure.text.splitlines()[1:] == ["interrupted after 0 of 5 samples"]
+    html = write_eval_report([result], tmp_path / "e.html").read_text(encoding="utf-8")
+    assert "No samples were taken." in html
+    assert "interrupted after 0 of 5 samples" in html
