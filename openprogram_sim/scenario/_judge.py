@@ -162,12 +162,31 @@ def _verdict_schema(spec: JudgeSpec) -> dict[str, Any]:
     }
 
 
+def _conversation(run: JudgedRun) -> str | None:
+    """With several user messages (a conversation, steering, follow-ups): the outer exec's
+    messages in order, the agent's text replies between them; None with one prompt."""
+    said = [
+        (e["role"], _cut(str(e.get("text") or ""), TEXT_CHARS))
+        for e in run.trace
+        if e["type"] == "message_end"
+        and not e.get("depth")
+        and (e.get("role") == "user" or (e.get("role") == "assistant" and e.get("text")))
+    ]
+    if sum(1 for role, _ in said if role == "user") < 2:
+        return None
+    lines = [f"{'user' if role == 'user' else 'agent'}: {text}" for role, text in said]
+    return "The conversation, in order (the agent's tool calls are listed below):\n" + "\n".join(
+        lines
+    )
+
+
 def judge_request(spec: JudgeSpec, run: JudgedRun) -> tuple[Context, StreamOptions]:
     """What the judge is sent about ``run``: the run as text, the verdict tool, and the
     options (the tool forced, temperature 0, one call)."""
     calls = _calls(run.trace)
+    asked = _conversation(run) or "What the agent was asked:\n" + "\n---\n".join(_prompts(run))
     parts = [
-        "What the agent was asked:\n" + "\n---\n".join(_prompts(run)),
+        asked,
         "Its tool calls, in order:\n" + ("\n".join(calls) if calls else "(none)"),
         _final(run),
         "The criteria:\n" + _criteria(spec),

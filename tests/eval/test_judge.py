@@ -467,3 +467,40 @@ def test_a_named_cassette_without_a_judge_is_refused(tmp_path: Path) -> None:
         "- expect.judge.cassette plain.yaml holds no judge's calls\n  at s.yaml:13\n  name the "
         "cassette of an eval sample whose scenario has this expect.judge"
     ) in done.stdout
+
+
+def test_a_judged_conversation_shows_the_judge_each_prompt_and_reply(
+    tmp_path: Path, recording: None
+) -> None:
+    agent = [{"text": "Hello, how can I help?"}, {"text": "Goodbye!"}]
+    with WireServer(agent) as server:
+        path = tmp_path / "talk.yaml"
+        path.write_text(
+            "scenario: a greeting and a goodbye\n"
+            "conversation:\n"
+            '  - exec: {content: "Hi"}\n'
+            '  - exec: {content: "Bye"}\n'
+            "model: [{text: Hello.}, {text: Bye.}]\n"
+            "expect:\n"
+            "  judge:\n"
+            "    model: openai:gpt-4o-mini\n"
+            f'    base_url: "{server.url}/s/{{sample}}-judge/v1"\n'
+            '    criteria: ["It greets, then says goodbye."]\n'
+        )
+        reply = {"c1": {"verdict": "pass", "score": 5, "reason": "both"}}
+        server.open_session("talk-1-judge", [{"tool_calls": [{"record_verdicts": reply}]}])
+        options = EvalOptions(
+            model="openai:gpt-4o-mini",
+            base_url=server.url + "/s/{sample}/v1",
+            samples=1,
+            out=tmp_path / "eval",
+        )
+        (sample,) = evaluate(load_scenario(path), options).samples
+    assert sample.checks == {"judge.c1": True}
+    cassette = yaml.safe_load((tmp_path / "eval" / "talk" / "sample-001.yaml").read_text())
+    asked = cassette["interactions"][2]["request"]["body"]["json"]["messages"][1]["content"]
+    assert asked.startswith(
+        "The conversation, in order (the agent's tool calls are listed below):\n"
+        "user: Hi\nagent: Hello, how can I help?\nuser: Bye\nagent: Goodbye!\n\n"
+        "Its tool calls, in order:\n(none)\n\nIts final answer:\nGoodbye!\n\n"
+    ), asked
