@@ -33,8 +33,8 @@ from openprogram_sim.models import ScriptedModel, Turn
 from openprogram_sim.trace import TraceRecorder
 
 ROUNDS = 10
-RUNS_PER_BATCH = 20
-REPEATS = 25
+RUNS_PER_BATCH = 5
+REPEATS = 60
 
 
 def add(a: int, b: int) -> int:

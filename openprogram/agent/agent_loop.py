@@ -91,6 +91,9 @@ ABORTED_TEXT = "Not run: the run was aborted."
 
 _NOT_RUN_AFTER_ERROR = "Not run: the run ended on an error."
 
+_PLAIN = frozenset({str, int, float, bool, type(None), dict, list})
+"""Return values that are never awaitable (no ``__await__`` lookup for them)."""
+
 _CANCELLED_TEXT = "Cancelled"
 """The result of a call that was running when its run was cancelled (it ran: no skip)."""
 
@@ -211,6 +214,7 @@ class _Run:
         "position",
         "round",
         "run_id",
+        "task",
         "tools_by_name",
         "turn_message",
         "turn_open",
@@ -247,7 +251,8 @@ class _Run:
         self.claimed: list[ToolCall] = []
         """Calls of the streaming reply whose ids were made unique as they started."""
         self.error: BaseException | None = None
-        task = asyncio.current_task()
+        task = self.task = asyncio.current_task()
+        """The task the run runs in (all of it: the loop starts no task of its own)."""
         self.baseline = task.cancelling() if task is not None else 0
         """The task's ``cancelling()`` when the run started: a cancellation counted before
         (the run is part of its caller's cleanup after one) is not the run's."""
@@ -293,6 +298,17 @@ async def _poll(source: MessageSource | None) -> list[UserMessage]:
     got = source()
     if type(got) is list:  # the common, synchronous case: no awaitable check
         return got
+    return await _settle(got)
+
+
+def _no_messages() -> list[UserMessage]:
+    return []
+
+
+async def _settle(got: Any) -> list[UserMessage]:
+    """What a message source returned that is not a list: awaited if need be, as a list.
+    (The loop calls a source itself and comes here only then: a round polls its queues
+    twice, and an ``await`` of a coroutine each time cost more than the rest of the poll.)"""
     if inspect.isawaitable(got):
         got = await got
     return list(got)
@@ -374,7 +390,7 @@ def _cancelled(run: _Run) -> bool:
     raised on its own (a tool that awaited a task someone else cancelled, or raised it)."""
     if run.cancel.is_set():
         return True
-    task = asyncio.current_task()
+    task = run.task
     return task is not None and task.cancelling() > run.baseline
 
 
@@ -386,7 +402,7 @@ def _stop_requested(run: _Run) -> bool:
     ``aborted`` and it goes on to the caller (see :func:`_guarded_run`)."""
     if run.cancel.is_set():
         return True
-    task = asyncio.current_task()
+    task = run.task
     if task is not None and task.cancelling() > run.baseline:
         raise asyncio.CancelledError("the run was cancelled while a tool ran")
     return False
@@ -469,15 +485,14 @@ def _close_after_failure(run: _Run, stop: str, text: str) -> AssistantMessage:
 
 async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
     """The outer pass loop (follow-ups) around the inner round loop (tools, steering)."""
-    config, context = run.config, run.context
+    config = run.config
     cap = effective_cap(config.options.max_iterations)
     run.round = 1
     run.start_turn()
-    for message in prompts:
-        context.messages.append(message)
-        run.new_messages.append(message)
-        run.emit_message(message, "prompt" if isinstance(message, UserMessage) else None)
-    pending: list[UserMessage] = await _poll(config.get_steering_messages)
+    _add_prompts(run, prompts)
+    steering_source = config.get_steering_messages or _no_messages
+    follow_up_source = config.get_follow_up_messages or _no_messages
+    pending: list[UserMessage] = await _poll(steering_source)
     origin: MessageOrigin = "steering"
     first = True
     while True:
@@ -485,15 +500,12 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
         has_more_tool_calls = True
         while has_more_tool_calls or pending:
             if not first:
-                if run.round >= cap:
-                    return _end(run, "cap", steering=pending)
-                run.round += 1
-                run.start_turn()
+                capped = _next_round(run, cap, pending)
+                if capped is not None:
+                    return capped
             first = False
-            for message in pending:
-                context.messages.append(message)
-                run.new_messages.append(message)
-                run.emit_message(message, origin)
+            for queued_message in pending:
+                _add_message(run, queued_message, origin)
             pending, origin = [], "steering"
             message = await _stream_assistant_response(run, specs)
             if message.stop_reason in ("error", "aborted"):
@@ -510,12 +522,37 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
                 return _end(run, "aborted", steering=steering)
             # Steering queued while the turn closed (e.g. by a turn_end listener) joins what
             # arrived during the batch, so the next model call sees all of it.
-            pending = steering + await _poll(config.get_steering_messages)
-        pending, origin = await _poll(config.get_follow_up_messages), "follow_up"
+            queued: Any = steering_source()
+            if type(queued) is not list:
+                queued = await _settle(queued)
+            pending = steering + queued
+        follow_ups: Any = follow_up_source()
+        pending = follow_ups if type(follow_ups) is list else await _settle(follow_ups)
+        origin = "follow_up"
         if not pending:
             return _end(run, "stop")
         if run.round >= cap:
             return _end(run, "cap", follow_ups=pending)
+
+
+def _next_round(run: _Run, cap: int, pending: list[UserMessage]) -> LoopResult | None:
+    """Open the next round; at the cap, end the run instead (what is pending stays queued)."""
+    if run.round >= cap:
+        return _end(run, "cap", steering=pending)
+    run.round += 1
+    run.start_turn()
+    return None
+
+
+def _add_prompts(run: _Run, prompts: list[AnyMessage]) -> None:
+    for message in prompts:
+        _add_message(run, message, "prompt" if isinstance(message, UserMessage) else None)
+
+
+def _add_message(run: _Run, message: AnyMessage, origin: MessageOrigin | None) -> None:
+    run.context.messages.append(message)
+    run.new_messages.append(message)
+    run.emit_message(message, origin)
 
 
 def _provider_specs(run: _Run) -> list[ToolSpec]:
@@ -540,7 +577,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     listeners = run.listeners
     # message_update is the one event per streamed piece: built only for listeners that
     # want it (a listener with ``wants_updates = False``, like a trace recorder, does not)
-    updates = [f for f in listeners if getattr(f, "wants_updates", True)]
+    updates = [f for f in listeners if getattr(f, "wants_updates", True)] if listeners else None
     final: AssistantMessage | None = None
     try:
         async for event in run.config.provider.stream(request, options):
@@ -630,9 +667,11 @@ def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
     before ``message_end`` (for a streamed call with listeners of ``message_update``, when it
     starts), so the history, the events, the results and whatever a provider sends later all
     quote the same ids."""
-    claimed, run.claimed = run.claimed, []
+    claimed = run.claimed
+    if claimed:
+        run.claimed = []
     for block in message.content:
-        if isinstance(block, ToolCall) and not any(block is c for c in claimed):
+        if isinstance(block, ToolCall) and not (claimed and any(block is c for c in claimed)):
             _claim_call_id(run, block)
 
 
@@ -676,10 +715,13 @@ async def _execute_tool_calls(
         # A tool may have caught the run's CancelledError and returned: the abort stands.
         if _stop_requested(run):
             continue  # the next call is answered as aborted; leave steering queued
-        steering = await _poll(steering_source)
+        steering: Any = steering_source() if steering_source is not None else []
+        if type(steering) is not list:
+            steering = await _settle(steering)
         if steering:
             _answer_unrun_calls(run, SKIPPED_TEXT)
-            return steering
+            delivered: list[UserMessage] = steering
+            return delivered
     return []
 
 
@@ -747,7 +789,7 @@ async def _invoke(run: _Run, call: ToolCall) -> tuple[ToolResult, ToolErrorKind 
     on_update = _updater(run, call) if run.listeners else None
     try:
         value: Any = tool.run(call.id, args, run.cancel, on_update)
-        if tool.is_async or hasattr(value, "__await__"):
+        if tool.is_async or (type(value) not in _PLAIN and hasattr(value, "__await__")):
             value = await value
     except Exception as exc:
         return ToolResult.text(str(exc) or type(exc).__name__, is_error=True), "raised"

@@ -97,8 +97,20 @@ class ToolPolicy:
             None if deny is None else frozenset(deny),
         )
 
+    @property
+    def unset(self) -> bool:
+        """Whether no key is set."""
+        return (
+            self.toolset is None
+            and self.source is None
+            and self.allow is None
+            and self.deny is None
+        )
+
     def merged_over(self, outer: ToolPolicy) -> ToolPolicy:
         """This policy with the keys it leaves unset taken from ``outer`` (inner wins)."""
+        if self.unset or outer.unset:  # nothing to merge (asked by every exec)
+            return outer if self.unset else self
         return replace(
             outer,
             **{

@@ -109,12 +109,14 @@ class Tool:
             raise ToolSchemaError(f"tool {spec.name!r}: {exc}") from exc
         self.source = source
         """The user's entry this tool was adapted from."""
-        self.gates = gates if gates is not None else ToolGates()
+        self.gates = gates if gates is not None else _NO_GATES
         """Gating flags (expose, toolsets, defer, ...); see :mod:`openprogram.tools`."""
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
+
+_NO_GATES = ToolGates()  # frozen: one shared by every tool without gates of its own
 
 _INJECTABLE = {"tool_call_id", "cancel", "signal", "on_update", "runtime"}
 
@@ -127,6 +129,9 @@ class _CallShape:
 
 
 _SHAPES: weakref.WeakKeyDictionary[Any, _CallShape] = weakref.WeakKeyDictionary()
+_SHAPES_BY_CODE: dict[int, tuple[types.CodeType, _CallShape]] = {}
+"""The shapes of plain functions by their code's identity: a dict lookup, where the weak
+cache costs a microsecond (a tool dict built per run adapts its function every run)."""
 
 
 def _call_shape(fn: Callable[..., Any]) -> _CallShape:
@@ -135,6 +140,9 @@ def _call_shape(fn: Callable[..., Any]) -> _CallShape:
     key: Any = fn
     if type(fn) is types.FunctionType and not fn.__dict__:
         key = fn.__code__
+        known = _SHAPES_BY_CODE.get(id(key))
+        if known is not None and known[0] is key:
+            return known[1]
     try:
         return _SHAPES[key]
     except (KeyError, TypeError):
@@ -157,6 +165,10 @@ def _call_shape(fn: Callable[..., Any]) -> _CallShape:
     # not weak-referenceable (e.g. a bound builtin): recomputed next time
     with contextlib.suppress(TypeError):
         _SHAPES[key] = shape
+    if type(key) is types.CodeType:
+        if len(_SHAPES_BY_CODE) > 4096:  # bounded; the weak cache still answers
+            _SHAPES_BY_CODE.clear()
+        _SHAPES_BY_CODE[id(key)] = (key, shape)  # holding the code keeps its id unique
     return shape
 
 
@@ -200,10 +212,11 @@ def as_tool(entry: Any) -> Tool:
     string included)."""
     if isinstance(entry, Tool):
         return entry
-    own = getattr(entry, "__openprogram_tool__", None)
-    if isinstance(own, Tool):
-        return own
-    if isinstance(entry, Mapping):
+    if type(entry) is not dict:  # a dict holds no tool of its own (nor any attribute)
+        own = getattr(entry, "__openprogram_tool__", None)
+        if isinstance(own, Tool):
+            return own
+    if type(entry) is dict or isinstance(entry, Mapping):
         if "spec" in entry and "execute" in entry and callable(entry["execute"]):
             spec = ToolSpec.coerce(entry["spec"], entry=entry)
             run, is_async = _runner(entry["execute"])

@@ -24,7 +24,7 @@ what was drawn.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,12 +210,29 @@ class _KeptHistory:
         return kept
 
 
-def _chunks(text: str, size: int) -> Iterable[str]:
+def _chunks(text: str, size: int) -> Sequence[str]:
     if size <= 0 or len(text) <= size:
-        yield text
-        return
-    for i in range(0, len(text), size):
-        yield text[i : i + size]
+        return (text,)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _never() -> bool:
+    return False
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _parsed_copy(arguments: Any) -> Any:
+    """What ``json.loads(json.dumps(arguments))`` gives for a flat object of JSON scalars
+    (a copy: the turn's own dict is never handed out), else ``None`` (the builder parses the
+    streamed text: nested values, a non-dict, text sent verbatim)."""
+    if type(arguments) is not dict:
+        return None
+    for key, value in arguments.items():
+        if type(key) is not str or type(value) not in _SCALARS:
+            return None
+    return dict(arguments)
 
 
 class ScriptedModel:
@@ -234,18 +251,26 @@ class ScriptedModel:
         seed: int | None = None,
     ) -> None:
         self.turns: list[Turn] = [Turn.coerce(t) for t in turns]
-        given = seed if seed is not None else script_seed(self.turns)
-        self.seed: int = given if given is not None else session_seed(None, None)
-        """The seed ``one_of`` turns are drawn from (given, the turns', or picked)."""
+        self._seed = seed if seed is not None else script_seed(self.turns)
         self.draws: list[Draw] = []
         """Each ``one_of`` turn played, in call order."""
-        self._rng = random.Random(self.seed)
+        self._rng: random.Random | None = None
+        """Made when a ``one_of`` turn is first drawn (seeding one costs more than a short
+        run of a script with none)."""
         self.chunk_size = chunk_size
         self.model = model
         self.requests: list[ScriptedRequest] = []
         self.clock = clock if clock is not None else VirtualClock()
         self._next_id = 0
         self._history = _KeptHistory()
+
+    @property
+    def seed(self) -> int:
+        """The seed ``one_of`` turns are drawn from: given, the turns', or picked (once, when
+        first needed: read, or a ``one_of`` turn drawn)."""
+        if self._seed is None:
+            self._seed = session_seed(None, None)
+        return self._seed
 
     @property
     def calls(self) -> int:
@@ -278,7 +303,12 @@ class ScriptedModel:
                 f"Last message sent: {_describe(last)}. Add a turn to the script, or lower "
                 "max_iterations."
             )
-        turn, option = self.turns[request.index - 1].draw(self._rng)
+        turn = self.turns[request.index - 1]
+        if not turn.one_of:
+            return turn
+        if self._rng is None:
+            self._rng = random.Random(self.seed)
+        turn, option = turn.draw(self._rng)
         if option is not None:
             options = len(self.turns[request.index - 1].one_of)
             self.draws.append(Draw(request.index, option, options))
@@ -308,8 +338,9 @@ class ScriptedModel:
         if turn.latency:
             await self.clock.sleep(turn.latency)
         yield b.start()
+        stopped = cancel.is_set if cancel is not None else _never
         for event in self._body(b, turn):
-            if cancel is not None and cancel.is_set():
+            if stopped():
                 yield b.error("Request was aborted", aborted=True)
                 return
             yield event
@@ -331,6 +362,12 @@ class ScriptedModel:
         reason = turn.stop_reason if turn.stop_reason in ("stop", "length", "toolUse") else None
         yield b.done(reason, usage=turn.usage or Usage())
 
+    def _text(self, b: MessageBuilder, text: str) -> Iterable[ProviderEvent]:
+        yield b.text_start()
+        for piece in _chunks(text, self.chunk_size):
+            yield b.text_delta(piece)
+        yield b.text_end()
+
     def _body(self, b: MessageBuilder, turn: Turn) -> Iterable[ProviderEvent]:
         size = self.chunk_size
         if turn.thinking:
@@ -339,15 +376,13 @@ class ScriptedModel:
                 yield b.thinking_delta(piece)
             yield b.thinking_end()
         if turn.text:
-            yield b.text_start()
-            for piece in _chunks(turn.text, size):
-                yield b.text_delta(piece)
-            yield b.text_end()
+            yield from self._text(b, turn.text)
         for call in turn.tool_calls:
             yield b.toolcall_start(call.id or self._call_id(), call.name)
             for piece in _chunks(call.json_text, size):
                 yield b.toolcall_delta(piece)
-            yield b.toolcall_end()
+            # the arguments the streamed text parses to, without parsing text made here
+            yield b.toolcall_end(arguments=_parsed_copy(call.arguments))
 
 
 def _describe(message: AnyMessage | None) -> str:
