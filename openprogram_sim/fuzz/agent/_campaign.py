@@ -64,6 +64,10 @@ DEFAULT_REGRESSIONS = "agent-regressions"
 """Where a shrunk failing session is written by default: not under ``scenarios/``, whose
 files run on openprogram's own loop; these are served to your agent."""
 
+SHRINK_PATIENCE = {True: 10, False: 3}
+"""Agent runs in a row that find nothing smaller after which Hypothesis's shrinking stops:
+in process, and for a command (a process per run)."""
+
 DISCOVERY_TEXT = "Hello from openprogram-sim: this session only discovers your tools."
 
 _TEXT_WIRES = ("openai-chat", "openai-responses")
@@ -274,6 +278,10 @@ class _Search:
     until: float = 0.0
     start: float = field(default_factory=time.perf_counter)
     seen: dict[str, _Session] = field(default_factory=dict)
+    stale: int = 0
+    """Agent runs in a row in Hypothesis's shrinking that found nothing smaller."""
+    patience: int = 10
+    """Such runs after which its shrinking stops (it has found what it can)."""
 
     def run(self, turns: list[dict[str, Any]]) -> _Session:
         key = json.dumps(turns, sort_keys=True)
@@ -309,10 +317,13 @@ class _Search:
             assert self.failure is not None
             if _size(turns) > _size(self.failure.turns):
                 return  # not smaller than the case in hand: not worth an agent's run
+            fresh = json.dumps(turns, sort_keys=True) not in self.seen
             done = self.run(turns)
             if done.run.outcome == "timeout" or not self.same_bug(done):
+                self.stale += fresh
+                self.stop = self.stale >= self.patience
                 return
-            self.failure = done
+            self.failure, self.stale = done, 0
         raise Violation("\n".join(self.failure.violations))
 
     def simplify(self) -> None:
@@ -342,10 +353,8 @@ def _smaller(
     turns: list[dict[str, Any]], simplest: Callable[[str], dict[str, Any]]
 ) -> list[list[dict[str, Any]]]:
     """Scripts simpler than ``turns``, the boldest first: every fault left out, one turn
-    kept with the final text, a turn left out (never the final text), one
-    call of a round of several left out, a re-chunked turn written at once, a call made the
-    plainest one (``simplest(name)``: the tool's simplest valid arguments; the agent's first
-    tool for a call to an unknown one), a fault's wait or cut made the shortest."""
+    kept with the final text, a turn left out (never the final text), one call of a round
+    of several left out; then each turn made plainer (:func:`_plainer`)."""
     out: list[list[dict[str, Any]]] = []
     plain = [t for t in turns if fault_kind(t) is None]
     if len(plain) < len(turns):
@@ -353,25 +362,33 @@ def _smaller(
     if len(turns) > 2:  # one turn and the final text: most bugs need no more
         out += [[turns[i], turns[-1]] for i in range(len(turns) - 1)]
     out += [turns[:i] + turns[i + 1 :] for i in range(len(turns) - 1)]
-
-    def swap(i: int, turn: dict[str, Any]) -> None:
-        if turn != turns[i]:
-            out.append([*turns[:i], turn, *turns[i + 1 :]])
-
     for i, turn in enumerate(turns):
         calls = turn.get("tool_calls") or []
         for j in range(len(calls) if len(calls) > 1 else 0):
-            swap(i, {**turn, "tool_calls": calls[:j] + calls[j + 1 :]})
+            out.append([*turns[:i], {**turn, "tool_calls": calls[:j] + calls[j + 1 :]},
+                        *turns[i + 1 :]])  # fmt: skip
     for i, turn in enumerate(turns):
-        if set(turn.get("wire") or {}) == {"interval"}:
-            swap(i, {k: v for k, v in turn.items() if k != "wire"})
-        calls = turn.get("tool_calls") or []
-        for j, call in enumerate(calls):
-            swap(i, {**turn, "tool_calls": [*calls[:j], simplest(call["name"]), *calls[j + 1 :]]})
-        if "retry_after" in turn:
-            swap(i, {**turn, "retry_after": RETRY_AFTER[0]})
-        if "cut_after" in (turn.get("wire") or {}):
-            swap(i, {**turn, "wire": {**turn["wire"], "cut_after": 0}})
+        out += [[*turns[:i], t, *turns[i + 1 :]] for t in _plainer(turn, simplest) if t != turn]
+    return out
+
+
+def _plainer(
+    turn: dict[str, Any], simplest: Callable[[str], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``turn`` made plainer one way at a time: a re-chunked turn written at once, a call
+    made the plainest one (``simplest("")``: the agent's first tool with its simplest valid
+    arguments; ``simplest(name)``: that tool's), a fault's wait or cut the shortest."""
+    out = []
+    if set(turn.get("wire") or {}) == {"interval"}:
+        out.append({k: v for k, v in turn.items() if k != "wire"})
+    calls = turn.get("tool_calls") or []
+    for j, call in enumerate(calls):
+        for plain in (simplest(""), simplest(call["name"])):
+            out.append({**turn, "tool_calls": [*calls[:j], plain, *calls[j + 1 :]]})
+    if "retry_after" in turn:
+        out.append({**turn, "retry_after": RETRY_AFTER[0]})
+    if "cut_after" in (turn.get("wire") or {}):
+        out.append({**turn, "wire": {**turn["wire"], "cut_after": 0}})
     return out
 
 
@@ -381,7 +398,8 @@ def _search(
 ) -> tuple[AgentStats, float, _Session | None]:  # fmt: skip
     strategy = script_strategy(found.tools, faults=faults, stream=found.stream,
                                text_args=found.text_args)  # fmt: skip
-    search = _Search(runner, examples, shrink_time, progress, left=examples)
+    patience = SHRINK_PATIENCE[runner.target.in_process]
+    search = _Search(runner, examples, shrink_time, progress, left=examples, patience=patience)
     chunk = plan_chunks(max(examples, 1), seed, max(examples, 1), 1, 0)[0]
     if examples:
         with contextlib.suppress(Flaky):  # a shrink cut short replays as a pass
