@@ -504,3 +504,27 @@ def test_a_judged_conversation_shows_the_judge_each_prompt_and_reply(
         "user: Hi\nagent: Hello, how can I help?\nuser: Bye\nagent: Goodbye!\n\n"
         "Its tool calls, in order:\n(none)\n\nIts final answer:\nGoodbye!\n\n"
     ), asked
+
+
+@pytest.mark.slow  # an inner pytest session
+def test_under_pytest_a_judged_sample_replays_with_its_judge(
+    pytester: pytest.Pytester, recording: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judged_eval(pytester.path, [PASSING, FAILING])
+    attempts = block_sockets(monkeypatch)
+    monkeypatch.setenv("CI", "1")
+    (pytester.path / "scenarios").mkdir()
+    result = "order 42: shipped, arrives Friday"
+    for n in (1, 2):
+        text = REPLAY.format(n=n, result=result).replace("eval/", "../eval/")
+        (pytester.path / "scenarios" / f"replay{n}.yaml").write_text(text)
+    outcome = pytester.runpytest_inprocess("--openprogram-scenarios", "scenarios")
+    outcome.assert_outcomes(passed=1, failed=1)
+    outcome.stdout.fnmatch_lines(
+        [
+            "- judge.gives_date: the judge (openai:gpt-4o-mini) said pass, score 3/5 (needed: "
+            "min_score 4)",
+            "  at scenarios/replay2.yaml:15",
+        ]
+    )
+    assert attempts == []
