@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
@@ -37,6 +38,15 @@ if TYPE_CHECKING:
     from openprogram_sim.wire import ServeReport
 
 __all__ = ["served_junit", "session_junit", "write_session_junit"]
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+"""Characters XML 1.0 cannot hold, even escaped (a parser refuses the whole file)."""
+
+
+def _xml(text: str) -> str:
+    """``text`` with the characters XML cannot hold written as ``\\uNNNN``."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
 
 _PROPS = ("model_calls", "tool_calls", "errors", "end_reason", "rounds", "requests", "retries")
 
@@ -68,9 +78,8 @@ def _properties(record: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _case(suite: ET.Element, classname: str, name: str, time: float) -> ET.Element:
-    return ET.SubElement(
-        suite, "testcase", {"classname": classname, "name": name, "time": f"{time:.3f}"}
-    )
+    attributes = {"classname": _xml(classname), "name": _xml(name), "time": f"{time:.3f}"}
+    return ET.SubElement(suite, "testcase", attributes)
 
 
 def served_junit(served: ServeReport, *, scenario: str = "", path: str = "") -> str:
@@ -85,7 +94,7 @@ def served_junit(served: ServeReport, *, scenario: str = "", path: str = "") -> 
         root,
         "testsuite",
         {
-            "name": scenario or "openprogram-sim serve",
+            "name": _xml(scenario or "openprogram-sim serve"),
             "errors": "0",
             "failures": str(failures),
             "skipped": "0",
@@ -100,16 +109,16 @@ def served_junit(served: ServeReport, *, scenario: str = "", path: str = "") -> 
         case = _case(suite, classname, "default" if name is None else str(name), record["duration"])
         props = ET.SubElement(case, "properties")
         for key, value in _properties(record):
-            ET.SubElement(props, "property", {"name": key, "value": value})
+            ET.SubElement(props, "property", {"name": _xml(key), "value": _xml(value)})
         if record["status"] != "passed":
             text = record["failure"]
-            failure = ET.SubElement(case, "failure", {"message": text.splitlines()[0][2:]})
-            failure.text = text
+            failure = ET.SubElement(case, "failure", {"message": _xml(text.splitlines()[0][2:])})
+            failure.text = _xml(text)
     if outside:
         case = _case(suite, classname, "(server)", 0.0)
         text = render_failures(outside)
-        failure = ET.SubElement(case, "failure", {"message": outside[0].title})
-        failure.text = text
+        failure = ET.SubElement(case, "failure", {"message": _xml(outside[0].title)})
+        failure.text = _xml(text)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 

@@ -167,3 +167,23 @@ def test_the_default_session_and_the_servers_own_failures_are_test_cases(tmp_pat
     assert default["openprogram.wire_behaviours"] == "stopped_on_text not_streamed"
     assert not any(k.startswith("openprogram.client_check.") for k in default)  # shared: unchecked
     assert "openprogram.client_check.answered_once" in dict(cases[1]["properties"])
+
+
+def test_characters_xml_cannot_hold_are_escaped(tmp_path: Path) -> None:
+    import httpx2
+
+    path = tmp_path / "bell.yaml"
+    path.write_text(
+        'scenario: "a bell \\a in the title"\n'
+        'exec: {content: "Hi."}\n'
+        "model: [{text: Hello.}, {text: Bye.}]\n"
+    )
+    with serve_scenario(path) as server:
+        body = {"model": "m", "messages": [{"role": "user", "content": "Hi."}]}
+        httpx2.post(f"{server.url}/s/one/v1/chat/completions", json=body)
+        server.check(write=session_junit(tmp_path / "junit.xml", scenario=path))
+    suite, cases = parsed(tmp_path / "junit.xml")  # it parses
+    assert suite["name"] == "a bell \\u0007 in the title"
+    assert [(c["name"], c["failure"][0]) for c in cases] == [
+        ("one", "1 of 2 scripted turns were never requested (the client made 1 model call(s))")
+    ]
