@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "agent_command", "command", "fuzz_command"]
 
+EXAMPLES = 1000
+AGENT_EXAMPLES = 100
+"""``--examples``'s default: generated runs, sessions of an agent."""
 TOOL_TIMEOUT = 2.0
 AGENT_TIMEOUT = 30.0
 """``--timeout``'s default: a run over your tools, one run of an agent."""
@@ -182,7 +185,9 @@ def command(args: argparse.Namespace) -> int:
         )
         return 2
     if args.agent is not None:
+        args.examples = AGENT_EXAMPLES if args.examples is None else args.examples
         return agent_command(args, out=sys.stdout, err=sys.stderr)
+    args.examples = EXAMPLES if args.examples is None else args.examples
     if (
         args.examples < 0
         or (args.workers is not None and args.workers < 1)
@@ -286,7 +291,12 @@ def _refs(values: list[str]) -> list[str]:
 
 def add_parser(sub: Any) -> None:
     fuzz = sub.add_parser("fuzz", help="generate scenarios and check the loop's invariants")
-    fuzz.add_argument("--examples", type=int, default=1000, help="scenarios to run (1000)")
+    fuzz.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        help="scenarios to run (1000; with --agent: sessions, 100)",
+    )
     fuzz.add_argument("--seed", type=int, default=0, help="campaign seed (0)")
     fuzz.add_argument(
         "-j",
