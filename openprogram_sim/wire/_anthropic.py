@@ -23,10 +23,7 @@ from openprogram_sim.wire._plan import (
 )
 from openprogram_sim.wire._trace import Served
 
-__all__ = ["KEPT", "THREADS_BETA", "ThreadRefused", "ThreadStore", "encode_anthropic", "message_id"]
-
-THREADS_BETA = "message-threads-2026-08-12"
-"""The ``anthropic-beta`` value of message threads (the SDK's tool runner sends it)."""
+__all__ = ["KEPT", "ThreadRefused", "ThreadStore", "encode_anthropic", "message_id"]
 
 KEPT = 1000
 """Thread messages a session keeps, the most recent: a ``continue`` from an older one gets
@@ -98,7 +95,12 @@ class ThreadStore:
                 "ones it was created with; start a new thread (`create`) to change them",
             )  # fmt: skip
         previous = thread.get("previous_message_id")
-        kept = self._kept.get(str(previous))
+        if not isinstance(previous, str):
+            raise ThreadRefused(
+                400, "thread.previous_message_id must be the id of a message (a string, "
+                f"e.g. \"msg_wire1\"), got {json.dumps(previous)}",
+            )  # fmt: skip
+        kept = self._kept.get(previous)
         if kept is None:
             raise ThreadRefused(
                 404, f"Thread message {previous!r} not found. (openprogram-sim: {label} holds "

@@ -223,6 +223,7 @@ def test_the_thread_errors_are_the_apis_shape(anthropic: ModuleType, scenario: P
                 )  # fmt: skip
         with httpx2.Client(base_url=server.base_url("anthropic", "bad")) as http:
             odd = http.post("/v1/messages", json={**ask, "thread": {"type": "fork"}})
+            bare = http.post("/v1/messages", json={**ask, "thread": {"type": "continue"}})
         server.end_session("bad")
 
     assert unknown.value.status_code == 404
@@ -245,6 +246,11 @@ def test_the_thread_errors_are_the_apis_shape(anthropic: ModuleType, scenario: P
         400,
         'thread: {"type": "fork"} is not a thread; send {"type": "create"} or '
         '{"type": "continue", "previous_message_id": "msg_..."}',
+    )
+    assert (bare.status_code, bare.json()["error"]["message"]) == (
+        400,
+        'thread.previous_message_id must be the id of a message (a string, e.g. "msg_wire1"), '
+        "got null",
     )
 
 
