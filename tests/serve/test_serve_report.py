@@ -118,19 +118,37 @@ def claude_agent(anthropic: ModuleType, url: str, *, quit_early: bool = False) -
             messages.append({"role": "user", "content": results})
 
 
+def gemini_agent(genai: ModuleType, url: str) -> str:
+    """google-genai running the tool itself (automatic function calling)."""
+
+    def search(q: str) -> str:
+        """Search the web."""
+        return f"results for {q}"
+
+    client = genai.Client(api_key=KEY, http_options=genai.types.HttpOptions(base_url=url))
+    reply = client.models.generate_content(
+        model="gemini-2.5-flash", contents="Find a and b.",
+        config=genai.types.GenerateContentConfig(tools=[search]),
+    )  # fmt: skip
+    return str(reply.text)
+
+
 def end(server: Any, name: str) -> None:
     assert httpx2.delete(f"{server.url}/s/{name}").status_code == 200
 
 
 @pytest.fixture(scope="module")
 def served(
-    tmp_path_factory: pytest.TempPathFactory, openai: ModuleType, anthropic: ModuleType
+    tmp_path_factory: pytest.TempPathFactory,
+    openai: ModuleType,
+    anthropic: ModuleType,
+    genai: ModuleType,
 ) -> Iterator[tuple[Path, ServeReport]]:
-    """Four sessions of one server: ``good`` (openai, passes), ``dropper`` (openai, drops
-    a result: fails), ``claude`` (anthropic, passes a tool error back: passes) and
-    ``quitter`` (anthropic, stops after the first answer: fails); the first two ended
-    (their reports kept), the others live at the check. The HTML report written by
-    ``check(write=)``."""
+    """Five sessions of one server: ``good`` (openai, passes), ``dropper`` (openai, drops
+    a result: fails), ``claude`` (anthropic, passes a tool error back: passes),
+    ``quitter`` (anthropic, stops after the first answer: fails) and ``gemini``
+    (google-genai running the tools itself: passes); the first two ended (their reports
+    kept), the others live at the check. The HTML report written by ``check(write=)``."""
     root = tmp_path_factory.mktemp("served-report")
     path = write_scenario(root)
     with serve_scenario(path, details=session_details(path)) as server:
@@ -142,6 +160,7 @@ def served(
         assert (
             claude_agent(anthropic, server.base_url("anthropic", "quitter"), quit_early=True) == ""
         )
+        assert gemini_agent(genai, server.base_url("gemini", "gemini")) == "Found both."
         report = server.check(
             write=[session_html(root / "report.html", scenario=path),
                    session_junit(root / "junit.xml", scenario=path)]
@@ -179,12 +198,13 @@ def test_each_session_is_a_record_with_its_verdict_checks_and_timeline(
 ) -> None:
     _, report = served
     records = by_id(served_records(report, scenario="two searches", path="two_searches.yaml"))
-    assert sorted(records) == ["/s/claude", "/s/dropper", "/s/good", "/s/quitter"]
+    assert sorted(records) == ["/s/claude", "/s/dropper", "/s/gemini", "/s/good", "/s/quitter"]
     assert {k: (r["status"], r["session"]["state"], r["tags"]) for k, r in records.items()} == {
         "/s/good": ("passed", "ended", ["openai-chat"]),
         "/s/dropper": ("failed", "ended", ["openai-chat"]),
         "/s/claude": ("passed", "live", ["anthropic"]),
         "/s/quitter": ("failed", "live", ["anthropic"]),
+        "/s/gemini": ("passed", "live", ["gemini"]),
     }
 
     good = records["/s/good"]  # ended: its timeline comes from the trace its report kept
@@ -239,6 +259,19 @@ def test_each_session_is_a_record_with_its_verdict_checks_and_timeline(
         "streamed",
     ]  # fmt: skip
 
+    gemini = records["/s/gemini"]  # no call ids on Gemini: results matched by name and order
+    assert timeline_items(gemini)[0][2:] == [
+        ("tool", "search", {"q": "a"}, True, "results for a", False),
+        ("tool", "search", {"q": "b"}, True, "results for b", False),
+    ]
+    assert [i["at"] for i in gemini["runs"][0]["timeline"]["rounds"][0]["items"][2:]] == [
+        [6, 7],
+        [10, 11],
+    ]
+    assert gemini["wire_behaviours"] == [
+        "tool_round", "every_parallel_result", "stopped_on_text", "not_streamed",
+    ]  # fmt: skip
+
     quitter = records["/s/quitter"]
     assert quitter["runs"][0]["timeline"]["reason"] == "aborted"
     assert [(p["rule"], p["held"]) for p in quitter["properties"]] == [
@@ -259,7 +292,7 @@ def test_the_report_file_is_written_whole_with_a_section_per_session(
     root, _ = served
     html = (root / "report.html").read_text()
     assert html.startswith("<!doctype html>") and html.rstrip().endswith("</html>")
-    for name in ("good", "dropper", "claude", "quitter"):
+    for name in ("good", "dropper", "claude", "quitter", "gemini"):
         assert f'data-id="/s/{name}"' in html
     assert "<title>served sessions: two searches in one round, then the answer</title>" in html
     assert sorted(p.name for p in root.iterdir()) == [
@@ -380,6 +413,7 @@ def test_the_report_in_a_browser_shows_each_sessions_timeline(
         ("/s/dropper", "failed"),
         ("/s/quitter", "failed"),
         ("/s/claude", "passed"),
+        ("/s/gemini", "passed"),
         ("/s/good", "passed"),
     ]
     assert browser.find_element(By.CSS_SELECTOR, "[data-count=failed] b").text == "2"
@@ -420,6 +454,10 @@ def test_the_report_in_a_browser_shows_each_sessions_timeline(
     errs = claude.find_elements(By.CSS_SELECTOR, ".ev.tool .result.err")
     assert [e.text for e in errs] == ["✗ error: ", "search backend down"]
 
+    gemini = _open(browser, "/s/gemini").find_element(By.CSS_SELECTOR, ".timeline").text
+    for shown in ("request #1 · gemini", 'search(q="b")', "→ results for b", "Found both."):
+        assert shown in gemini, (shown, gemini)
+
     quitter = _open(browser, "/s/quitter")
     timeline = quitter.find_element(By.CSS_SELECTOR, ".timeline").text
     assert "ended: aborted" in timeline
@@ -438,7 +476,7 @@ def test_the_report_in_a_browser_shows_each_sessions_timeline(
     }
     assert seen["tool_error_returned"] == "seen" and seen["honoured_retry_after"] == "missing"
     links = wire.find_element(By.ID, "w-every_parallel_result").find_elements(By.TAG_NAME, "a")
-    assert sorted(a.text for a in links) == ["/s/claude", "/s/good"]
+    assert sorted(a.text for a in links) == ["/s/claude", "/s/gemini", "/s/good"]
     assert errors(browser) == []
 
 
