@@ -830,7 +830,7 @@ class _ModelCall:
             served = _served(api, turn, delivery, request.index)
             if api == "openai-responses":
                 session.responses.keep(request.index, whole, served)
-            elif api == "anthropic":
+            elif api == "anthropic" and whole.get("thread") is not None:
                 self.app.threads(session).keep(request.index, whole, served)
         session.served_with(request, served)
         return delivery, served
@@ -840,7 +840,7 @@ class _ModelCall:
         Responses' ``previous_response_id``, Anthropic's message ``thread``."""
         if self.api == "openai-responses":
             return session.responses.expand(body, session.label)
-        if self.api == "anthropic":
+        if self.api == "anthropic" and body.get("thread") is not None:
             return self.app.threads(session).expand(body, session.label)
         return body
 
