@@ -181,7 +181,8 @@ class EvalRun:
         self.should_stop = should_stop or (lambda: False)
         self.futures: dict[cf.Future[Sample], tuple[_Run, int]] = {}
         self.start = time.monotonic()
-        self.stopping = False
+        self.errors: list[tuple[int, int, BaseException]] = []
+        """What samples raised: (scenario, sample, error)."""
 
     # -- starting samples ----------------------------------------------------------------
 
@@ -217,7 +218,6 @@ class EvalRun:
                 return  # a scenario's samples start before the next scenario's
 
     def _stop_all(self, *, interrupted: bool = False, budget: bool = False) -> None:
-        self.stopping = True
         for run in self.runs:
             if run.more:
                 run.result.interrupted = run.result.interrupted or interrupted
@@ -295,8 +295,10 @@ class EvalRun:
         )
         try:
             while emitted < len(self.runs):
+                if self.errors and not self.futures:
+                    raise min(self.errors, key=lambda e: e[:2])[2]  # the first sample's, always
                 self._fill(pool)
-                while emitted < len(self.runs) and self.runs[emitted].over:
+                while not self.errors and emitted < len(self.runs) and self.runs[emitted].over:
                     run = self.runs[emitted]
                     emitted += 1
                     if not run.prepared and run.result.interrupted:
@@ -307,7 +309,14 @@ class EvalRun:
                 done, _ = cf.wait(self.futures, timeout=0.2, return_when=cf.FIRST_COMPLETED)
                 for future in sorted(done, key=lambda f: self.futures[f][1]):
                     run, index = self.futures.pop(future)
-                    self._finished(run, index, future.result())
+                    error = future.exception()
+                    if error is None:
+                        self._finished(run, index, future.result())
+                        continue
+                    # a setup mistake: no more samples; those in flight end, then it is raised
+                    run.running.discard(index)
+                    self.errors.append((self.runs.index(run), index, error))
+                    self._stop_all()
         except KeyboardInterrupt:  # the second Ctrl-C: do not wait for the samples in flight
             self._stop_all(interrupted=True)
             pool.shutdown(wait=False, cancel_futures=True)

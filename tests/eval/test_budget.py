@@ -53,6 +53,7 @@ def test_the_budget_stops_the_eval_before_it_is_passed(tmp_path: Path) -> None:
     assert len(list((tmp_path / "eval").glob("*/sample-*.yaml"))) == n
 
 
+@pytest.mark.slow
 def test_a_budget_a_verdict_fits_in_changes_nothing(tmp_path: Path) -> None:
     prices = tmp_path / "prices.toml"
     prices.write_text(PRICES)

@@ -101,6 +101,7 @@ def test_samples_overlap_within_the_providers_limit(tmp_path: Path) -> None:
     assert took >= 4.0, took
 
 
+@pytest.mark.slow
 def test_the_json_says_how_many_ran_at_once(tmp_path: Path) -> None:
     with serve_scenario(WEIGHTED) as server:
         _, data = run_eval(
@@ -187,3 +188,17 @@ def test_bad_concurrency_options_are_named(tmp_path: Path, args: list[str], mess
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr == f"openprogram-sim eval: {message}\n"
+
+
+def test_a_setup_mistake_with_samples_in_flight_names_the_first_sample(tmp_path: Path) -> None:
+    done = eval_cli(
+        "scenarios/stochastic/weighted_pick.yaml", "--model", "openai:gpt-4o-mini",
+        "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path), "--concurrency", "3",
+        cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        "openprogram-sim eval: scenarios/stochastic/weighted_pick.yaml: sample 1: no request "
+        "reached the model (exec raised ModelError: "
+    ), done.stderr
+    assert done.stdout == ""

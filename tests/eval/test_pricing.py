@@ -127,6 +127,7 @@ PRICES = '[models."openai:gpt-4o-mini"]\ninput = 1000.0\noutput = 2000.0\n'
 """A price that makes a loopback sample's cost visible: $0.001 per input token."""
 
 
+@pytest.mark.slow
 def test_each_sample_is_costed_in_the_summary_and_the_json(tmp_path: Path) -> None:
     prices = tmp_path / "prices.toml"
     prices.write_text(PRICES)
@@ -157,6 +158,7 @@ def test_each_sample_is_costed_in_the_summary_and_the_json(tmp_path: Path) -> No
     assert "no price" not in done.stderr
 
 
+@pytest.mark.slow
 def test_an_unknown_model_is_said_once_and_reports_tokens_without_a_cost(tmp_path: Path) -> None:
     with serve_scenario(usage_scenario(tmp_path)) as server:
         done, data = run_eval(
@@ -175,6 +177,7 @@ def test_an_unknown_model_is_said_once_and_reports_tokens_without_a_cost(tmp_pat
     assert " spent;" not in done.stdout
 
 
+@pytest.mark.slow
 def test_the_pyproject_table_prices_an_eval_run_from_its_folder(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
