@@ -313,17 +313,17 @@ def _replay_with_serve(path: Path, *fix: str) -> tuple[int, str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("left_fixed", "check", "first_turn"),
-    [("retry_after", "answered_once", TWO_CALLS), ("results", "retry_after", RATE_LIMIT)],
+    ("left_fixed", "check", "first_turn", "seed"),
+    [("retry_after", "answered_once", TWO_CALLS, "9"), ("results", "retry_after", RATE_LIMIT, "0")],
     ids=["dropped-result", "retry-after-ignored"],
-)
+)  # (seeds that find the bug by the third session: a process per session is slow)
 def test_the_command_form_finds_each_bug_and_serve_replays_it_against_the_real_agent(
-    tmp_path: Path, left_fixed: str, check: str, first_turn: dict[str, Any]
+    tmp_path: Path, left_fixed: str, check: str, first_turn: dict[str, Any], seed: str
 ) -> None:
     agent = f"{sys.executable} {AGENT_SCRIPT} --fix {left_fixed}"
     done = subprocess.run(
         [sys.executable, "-m", "openprogram_sim.cli", "fuzz", "--agent", agent, "--examples",
-         "12", "--shrink-time", "90", "--regressions", str(tmp_path)],
+         "12", "--seed", seed, "--shrink-time", "90", "--regressions", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
