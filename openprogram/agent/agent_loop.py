@@ -745,7 +745,8 @@ async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
     pending = run.context.pending_tool_calls
     pending.add(call.id)
     try:
-        outcome, kind = await _invoke(run, call)
+        invoked = _invoke(run, call)
+        outcome, kind = await _outcome(run, invoked) if isinstance(invoked, _Awaiting) else invoked
     except asyncio.CancelledError:
         # It was running when the run was cancelled: its result says so (it ran, so it is
         # no skip) and enters the history like any other.
@@ -774,9 +775,14 @@ def _record_failure(run: _Run, call: ToolCall, text: str, kind: ToolErrorKind) -
     _record_result(run, result)
 
 
-async def _invoke(run: _Run, call: ToolCall) -> tuple[ToolResult, ToolErrorKind | None]:
+Outcome = tuple[ToolResult, "ToolErrorKind | None"]
+
+
+def _invoke(run: _Run, call: ToolCall) -> Outcome | _Awaiting:
     """Look up, validate and execute one call; every failure becomes an error result, with
-    the kind of failure it was."""
+    the kind of failure it was. A tool whose value is awaitable (an async tool) gives an
+    :class:`_Awaiting` for :func:`_outcome` to await: a sync tool's call costs no
+    coroutine of its own."""
     tool = run.tools_by_name.get(call.name)
     if tool is None:
         names = ", ".join(sorted(run.tools_by_name)) or "none"
@@ -789,17 +795,49 @@ async def _invoke(run: _Run, call: ToolCall) -> tuple[ToolResult, ToolErrorKind 
     on_update = _updater(run, call) if run.listeners else None
     try:
         value: Any = tool.run(call.id, args, run.cancel, on_update)
-        if tool.is_async or (type(value) not in _PLAIN and hasattr(value, "__await__")):
-            value = await value
     except Exception as exc:
-        return ToolResult.text(str(exc) or type(exc).__name__, is_error=True), "raised"
+        return _raised(exc)
     except asyncio.CancelledError as exc:
-        if _cancelled(run):
-            raise
-        # Raised by the tool on its own (e.g. it awaited a task that was cancelled): the
-        # run goes on, as after any other exception.
-        text = f"CancelledError raised by the tool{f': {exc}' if str(exc) else ''}"
-        return ToolResult.text(text, is_error=True), "raised"
+        return _own_cancellation(run, exc)
+    if tool.is_async or (type(value) not in _PLAIN and hasattr(value, "__await__")):
+        return _Awaiting(value)
+    return _returned(value)
+
+
+class _Awaiting:
+    """What an async tool's call returned, to be awaited (see :func:`_invoke`)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+async def _outcome(run: _Run, pending: _Awaiting) -> Outcome:
+    try:
+        value = await pending.value
+    except Exception as exc:
+        return _raised(exc)
+    except asyncio.CancelledError as exc:
+        return _own_cancellation(run, exc)
+    return _returned(value)
+
+
+def _raised(exc: Exception) -> Outcome:
+    return ToolResult.text(str(exc) or type(exc).__name__, is_error=True), "raised"
+
+
+def _own_cancellation(run: _Run, exc: asyncio.CancelledError) -> Outcome:
+    """A ``CancelledError`` out of a tool: the run's cancellation goes on up; one the tool
+    raised on its own (e.g. it awaited a task that was cancelled) is its error, and the
+    run goes on, as after any other exception."""
+    if _cancelled(run):
+        raise exc
+    text = f"CancelledError raised by the tool{f': {exc}' if str(exc) else ''}"
+    return ToolResult.text(text, is_error=True), "raised"
+
+
+def _returned(value: Any) -> Outcome:
     result = normalize_result(value)
     return result, "returned" if result.is_error else None
 

@@ -31,7 +31,7 @@ from typing import Any
 from openprogram import ToolSpec
 from openprogram.events import ProviderEvent
 from openprogram.providers import Context, MessageBuilder, StreamOptions, ToolChoice
-from openprogram.types import AnyMessage, Usage
+from openprogram.types import AnyMessage
 from openprogram_sim.errors import ScriptedFault, ScriptExhaustedError
 from openprogram_sim.models._clock import VirtualClock
 from openprogram_sim.models._turns import Turn, script_seed, session_seed
@@ -360,7 +360,7 @@ class ScriptedModel:
             )
             return
         reason = turn.stop_reason if turn.stop_reason in ("stop", "length", "toolUse") else None
-        yield b.done(reason, usage=turn.usage or Usage())
+        yield b.done(reason, usage=turn.usage)  # None: the message keeps its own fresh Usage()
 
     def _text(self, b: MessageBuilder, text: str) -> Iterable[ProviderEvent]:
         yield b.text_start()
