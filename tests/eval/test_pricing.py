@@ -194,3 +194,24 @@ def test_the_pyproject_table_prices_an_eval_run_from_its_folder(tmp_path: Path) 
     tokens = result["usage"]["input"] + result["usage"]["output"]
     assert result["cost_usd"] == pytest.approx(tokens * 500 / 1e6)
     assert done.stderr == ""
+
+
+def test_a_missing_pricing_file_and_a_pyproject_pricing_that_is_no_table_are_named(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        load_pricing([tmp_path / "nowhere.toml"], start=tmp_path)
+    assert str(caught.value) == (
+        f"--pricing {tmp_path / 'nowhere.toml'}: cannot read it (No such file or directory)"
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.openprogram]\npricing = "prices.toml"\n')
+    with pytest.raises(ValueError) as caught:
+        load_pricing(start=tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path / 'pyproject.toml'}: [tool.openprogram] pricing must be a table "
+        '([tool.openprogram.pricing.models."PROVIDER:MODEL"])'
+    )
+    # the nearest [tool.openprogram] table decides: one without pricing keeps the bundled
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "pyproject.toml").write_text("[tool.openprogram]\npythonpath = []\n")
+    assert load_pricing(start=tmp_path / "inner").files == ("openprogram_sim/eval/pricing.toml",)
