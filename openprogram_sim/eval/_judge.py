@@ -51,13 +51,16 @@ def not_applicable(scenario: Scenario) -> list[str]:
     """The keys the scenario's ``expect:`` (and its conversation steps') give that a real
     model's run is not judged by."""
     expects = [scenario.expect, *(s.expect for s in scenario.conversation or ())]
-    return [
-        key
-        for key in NOT_APPLICABLE
-        if any(
-            key in e.model_fields_set and getattr(e, key) and not _applies(e, key) for e in expects
-        )
-    ]
+    return [key for key in NOT_APPLICABLE if any(_pins(e, key) for e in expects)]
+
+
+def _pins(expect: Expect, key: str) -> bool:
+    """Whether ``expect`` gives ``key`` in a form that pins what a script does."""
+    if key not in expect.model_fields_set:
+        return False
+    if key == "model_calls":  # a number; a range is judged
+        return isinstance(expect.model_calls, int)
+    return bool(getattr(expect, key))
 
 
 def _given(expect: Expect) -> list[str]:

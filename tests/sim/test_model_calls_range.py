@@ -68,7 +68,8 @@ def test_a_range_that_does_not_hold_fails_under_run_naming_the_line(
 
 def test_under_eval_a_range_is_judged_and_a_number_is_not_applicable(tmp_path: Path) -> None:
     holds = tmp_path / "holds.yaml"
-    holds.write_text(TWO_CALLS.format(calls="{min: 1, max: 3}"))
+    events = "  events: [{tool_execution_end: {tool_name: lookup_order}}]\n"
+    holds.write_text(TWO_CALLS.format(calls="{min: 1, max: 3}") + events)
     breaks = tmp_path / "breaks.yaml"
     breaks.write_text(TWO_CALLS.format(calls="{max: 1}"))
     pinned = tmp_path / "pinned.yaml"
@@ -86,7 +87,7 @@ def test_under_eval_a_range_is_judged_and_a_number_is_not_applicable(tmp_path: P
                 )
                 results[path.stem] = evaluate(load_scenario(path), options)
     assert [s.checks for s in results["holds"].samples] == [{"model_calls": True}] * 2
-    assert results["holds"].not_applicable == []
+    assert results["holds"].not_applicable == ["events"]  # the range is judged, not listed
     assert [s.checks for s in results["breaks"].samples] == [{"model_calls": False}] * 2
     assert results["breaks"].samples[0].failures == [
         f"the model was called 2 times, expected at most 1\nat {breaks}:11"
