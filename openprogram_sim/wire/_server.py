@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import os
 import socket
 import threading
 import time
@@ -388,11 +389,13 @@ class WireServer:
             report.sessions_dropped = ended.passing_dropped + ended.failing_dropped
             report.timelines_dropped = ended.timelines_dropped
             self._add_ended(report)
-        for writer in [write] if callable(write) else list(write):
+        writers = [write] if callable(write) or isinstance(write, str | os.PathLike) else write
+        for writer in list(writers):
             if not callable(writer):
                 raise TypeError(
-                    f"check(write=) takes writers (callables given the report, such as "
-                    f"openprogram_sim.report.session_html(path)), got {writer!r}"
+                    f"check(write=) takes writers (callables given the report), got {writer!r}; "
+                    "for a file, pass openprogram_sim.report.session_html(path) (the HTML "
+                    "report) or session_junit(path) (JUnit XML)"
                 )
             writer(report)
         return report

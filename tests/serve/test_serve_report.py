@@ -558,3 +558,19 @@ def test_ended_sessions_keep_their_timelines_within_a_budget(tmp_path: Path) -> 
 
 def served_records_of(reports: list[Any]) -> list[dict[str, Any]]:
     return served_records(ServeReport(sessions=reports))
+
+
+def test_check_write_takes_writers_and_says_so_for_a_path(tmp_path: Path) -> None:
+    with serve(["Hello."]) as server:
+        with pytest.raises(TypeError) as caught:
+            server.check(write=str(tmp_path / "report.html"))
+        got: list[int] = []
+        report = server.check(write=[lambda r: got.append(len(r.sessions))])
+    assert str(caught.value) == (
+        f"check(write=) takes writers (callables given the report), got "
+        f"{str(tmp_path / 'report.html')!r}; for a file, pass "
+        "openprogram_sim.report.session_html(path) (the HTML report) or session_junit(path) "
+        "(JUnit XML)"
+    )
+    assert got == [len(report.sessions)] == [1]  # the default session, all there is
+    assert list(tmp_path.iterdir()) == []
