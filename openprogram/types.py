@@ -278,7 +278,8 @@ class ToolSpec:
         in the error."""
         if isinstance(spec, ToolSpec):
             return spec
-        if isinstance(spec, Mapping) and isinstance(spec.get("name"), str) and spec["name"]:
+        is_mapping = type(spec) is dict or isinstance(spec, Mapping)  # no ABC check for a dict
+        if is_mapping and isinstance(spec.get("name"), str) and spec["name"]:
             params = spec.get("parameters", spec.get("input_schema", _EMPTY_PARAMS))
             if not isinstance(params, dict):
                 raise ToolSchemaError(

@@ -292,9 +292,7 @@ class _Run:
             )
 
 
-async def _poll(source: MessageSource | None) -> list[UserMessage]:
-    if source is None:
-        return []
+async def _poll(source: MessageSource) -> list[UserMessage]:
     got = source()
     if type(got) is list:  # the common, synchronous case: no awaitable check
         return got

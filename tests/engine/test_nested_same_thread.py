@@ -8,9 +8,11 @@ running again when ``exec`` returns. From plain sync code and from a worker thre
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any
 
+import pytest
 from _support import compact, tool
 
 from openprogram import Runtime, ToolRegistry, current_depth
@@ -185,3 +187,33 @@ def test_an_exception_in_the_nested_run_comes_out_of_exec_and_the_outer_run_goes
         (1, "error"),
         (0, "stop"),
     ]
+
+
+def test_a_task_left_running_that_fails_on_its_cancellation_is_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As ``asyncio.run`` reports it: through the loop's exception handler (logged), and the
+    nested exec still returns."""
+    runtime, _ = nested_runtime(DIVE_THEN_UP)
+
+    async def stubborn() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise ValueError("could not stop cleanly") from None
+
+    async def inner() -> str:
+        asyncio.get_running_loop().create_task(stubborn())
+        await asyncio.sleep(0)
+        return "spawned"
+
+    def outer() -> str:
+        return str(runtime.exec("go deeper", tools=[tool("inner", inner)]))
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        assert runtime.exec("go", tools=[tool("outer", outer)]) == "outer done"
+    logged = [r for r in caplog.records if r.name == "asyncio"]
+    assert [r.getMessage().splitlines()[0] for r in logged] == [
+        "unhandled exception in a task a nested exec left running"
+    ]
+    assert str(logged[0].exc_info[1]) == "could not stop cleanly"  # type: ignore[index]
