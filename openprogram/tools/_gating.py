@@ -81,6 +81,9 @@ class ToolPolicy:
         deny: Iterable[str] | None = None,
     ) -> ToolPolicy:
         """Build a policy, checking the types (a bare string is not a list of names)."""
+        unset = toolset is None and source is None and allow is None and deny is None
+        if unset and cls is ToolPolicy:  # frozen: the unset policy is one object (every exec)
+            return _NO_KEYS
         for label, value in (("tools_allow", allow), ("tools_deny", deny)):
             if isinstance(value, (str, bytes)):
                 raise ArgumentTypeError(
@@ -119,6 +122,9 @@ class ToolPolicy:
                 if (value := getattr(self, name)) is not None
             },
         )
+
+
+_NO_KEYS = ToolPolicy()
 
 
 class Dropped(NamedTuple):

@@ -160,23 +160,20 @@ class ScriptedRequest:
     ) -> ScriptedRequest:
         """Like :meth:`of`, its messages the first ``len(context.messages)`` of ``kept``, a
         list its owner only ever extends (see :class:`_KeptHistory`)."""
-        request = cls(
-            index,
-            options.depth,
-            options.round,
-            _NO_MESSAGES,
-            [t.name for t in context.tools],
-            list(context.tools),
-            options.tool_choice,
-            options.parallel_tool_calls,
-            context.system_prompt,
-        )
-        request._messages, request._source = None, kept
+        request = object.__new__(cls)  # what __init__ sets, but the messages: taken later
+        request.index = index
+        request.depth = options.depth
+        request.round = options.round
+        request._messages = None
+        request._source = kept
         request._count = len(context.messages)
+        tools = context.tools
+        request.tools = [t.name for t in tools]
+        request.tool_specs = list(tools)
+        request.tool_choice = options.tool_choice
+        request.parallel_tool_calls = options.parallel_tool_calls
+        request.system_prompt = context.system_prompt
         return request
-
-
-_NO_MESSAGES: list[AnyMessage] = []
 
 
 class _KeptHistory:
