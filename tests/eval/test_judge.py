@@ -528,3 +528,47 @@ def test_under_pytest_a_judged_sample_replays_with_its_judge(
         ]
     )
     assert attempts == []
+
+
+def test_a_judge_of_another_provider_is_recorded_scrubbed_and_replays(
+    tmp_path: Path, recording: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    anthropic_key = "sk-ant-" + "api03-placeholder-" + "0123456789abcdefghijklmn"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", anthropic_key)
+    with WireServer([{"text": "Hello there."}]) as server:
+        path = tmp_path / "greet.yaml"
+        path.write_text(
+            "scenario: a greeting judged by another provider's model\n"
+            'exec: {content: "Hi"}\n'
+            "model: [{text: Hello.}]\n"
+            "expect:\n"
+            "  judge:\n"
+            "    model: anthropic:claude-sonnet-4-5\n"
+            f'    base_url: "{server.url}/s/{{sample}}-judge"\n'
+            '    criteria: ["It greets."]\n'
+        )
+        reply = {"c1": {"verdict": "fail", "score": 1, "reason": "no"}}
+        server.open_session("greet-1-judge", [{"tool_calls": [{"record_verdicts": reply}]}])
+        options = EvalOptions(
+            model="openai:gpt-4o-mini",
+            base_url=server.url + "/s/{sample}/v1",
+            samples=1,
+            out=tmp_path / "eval",
+        )
+        (sample,) = evaluate(load_scenario(path), options).samples
+    assert sample.checks == {"judge.c1": False}
+    recorded = tmp_path / "eval" / "greet" / "sample-001.yaml"
+    text = recorded.read_text()
+    assert anthropic_key not in text and KEY not in text
+    uris = [i["request"]["uri"] for i in yaml.safe_load(text)["interactions"]]
+    assert [u.rsplit("/s/", 1)[1] for u in uris] == [
+        "greet-1/v1/chat/completions",
+        "greet-1-judge/v1/messages",
+    ]
+    assert "x-api-key: <redacted>" in text
+    attempts = block_sockets(monkeypatch)
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    again = replay_sample(load_scenario(path), recorded)
+    assert (again.checks, again.failures) == (sample.checks, sample.failures)
+    assert attempts == []
