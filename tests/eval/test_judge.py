@@ -572,3 +572,24 @@ def test_a_judge_of_another_provider_is_recorded_scrubbed_and_replays(
     again = replay_sample(load_scenario(path), recorded)
     assert (again.checks, again.failures) == (sample.checks, sample.failures)
     assert attempts == []
+
+
+def test_without_base_url_the_judge_goes_where_the_adapter_s_variable_says(
+    tmp_path: Path, recording: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with WireServer(AGENT) as server:
+        path = tmp_path / "judged.yaml"
+        path.write_text(SCENARIO.format(url=server.url).replace("    base_url:", "    # base_url:"))
+        judge_url = server.open_session("the-judge", PASSING)
+        monkeypatch.setenv("OPENAI_BASE_URL", judge_url)  # the run goes to --base-url
+        options = EvalOptions(
+            model="openai:gpt-4o-mini",
+            base_url=server.url + "/s/{sample}/v1",
+            samples=1,
+            out=tmp_path / "eval",
+        )
+        (sample,) = evaluate(load_scenario(path), options).samples
+        server.assert_consumed("the-judge")
+    assert sample.passed, sample.failures
+    cassette = yaml.safe_load((tmp_path / "eval" / "judged" / "sample-001.yaml").read_text())
+    assert cassette["metadata"]["openprogram"]["judge"]["base_url"] == judge_url
