@@ -176,7 +176,9 @@ def _totals(
     counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "undecided")}
     said = f"{counts['pass']} passed, {counts['fail']} failed"
     if counts["undecided"]:
-        said += f", {counts['undecided']} undecided (not passed: raise --samples)"
+        budget_cut = sum(r.verdict == "undecided" and r.budget_stopped for r in results)
+        why = "raise --samples" if budget_cut < counts["undecided"] else "the budget stopped them"
+        said += f", {counts['undecided']} undecided (not passed: {why})"
     if against:
         said += f"; {len(dropped)} dropped against the baseline"
     total = sum(r.n for r in results)

@@ -45,6 +45,9 @@ def test_the_budget_stops_the_eval_before_it_is_passed(tmp_path: Path) -> None:
     assert done.returncode == 1
     n = len(samples)
     assert f"stopped by --budget after {n} of 40 samples" in done.stdout
+    assert "2 scenarios: 0 passed, 0 failed, 2 undecided (not passed: the budget stopped them)" in (
+        done.stdout
+    )
     assert "stopped by --budget after 0 of 40 samples" in done.stdout
     assert (
         f"budget $0.5000: stopped by it after ${spent:.4f} spent (the next sample was "
