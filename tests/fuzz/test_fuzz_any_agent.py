@@ -135,6 +135,24 @@ def test_an_agent_that_raises_on_an_unknown_tool_is_a_failure_whose_file_serve_s
     assert replay(path, "openai_loop:fixed", pythonpath=(str(AGENTS),), show=False).passed
 
 
+def test_an_anthropic_sdk_agent_that_lets_a_cut_stream_escape_is_found_on_its_own_wire(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Another SDK, another wire: tools read from an Anthropic request, faults in its shape."""
+    code, out, _ = _fuzz(capsys, "--agent", "anthropic_loop:agent", "--examples", "40",
+                         "--regressions", str(tmp_path))  # fmt: skip
+    assert code == 1, out
+    assert "the agent speaks anthropic (streaming); its tools: search" in out
+    assert "AGENT FAILED (seed 0), shrunk case:" in out
+    assert re.search(r"- the agent raised: \S*RemoteProtocolError: peer closed connection", out)
+    path = _written(out)
+    (cut, done) = _model(path)
+    assert (cut["wire"], done) == ({"cut_after": 0}, DONE)
+    pythonpath = (str(AGENTS),)
+    assert not replay(path, "anthropic_loop:agent", pythonpath=pythonpath, show=False).passed
+    assert replay(path, "anthropic_loop:fixed", pythonpath=pythonpath, show=False).passed
+
+
 def test_your_properties_are_checked_on_every_session_and_expected_by_the_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
