@@ -183,6 +183,9 @@ def test_an_agent_past_its_time_is_a_timeout_not_shrunk(
     assert "AGENT TIMED OUT (seed 0), shrunk case:" in out
     assert "- the agent did not finish within 1 s (--timeout)" in out
     assert "timed out 1" in out
+    path = _written(out)
+    assert "replay(" in path.read_text() and ", timeout=1).exit_status" in path.read_text()
+    assert "# (the agent did not finish within 1 s: give it that long" in path.read_text()
 
 
 # --------------------------------------------------------------------------- bad input

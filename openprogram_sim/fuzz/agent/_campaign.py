@@ -423,7 +423,8 @@ def _write(
     """Write the file and keep it only if serving it to the agent again fails."""
     document = regression_document(failure.turns, failure.violations, seed=seed, checks=checks,
                                    broken=failure.broke_properties)  # fmt: skip
-    path = write_agent_regression(directory, document, target, seed)
+    limit = timeout if failure.run.outcome == "timeout" else None
+    path = write_agent_regression(directory, document, target, seed, limit=limit)
     again = replay(path, target, timeout=timeout, show=False)
     if not again.passed:
         failure.path = path

@@ -42,13 +42,17 @@ def endpoints(server: WireServer, session: str) -> AgentEndpoints:
     return AgentEndpoints.of_session(server, session)
 
 
-def _header(target: AgentTarget, seed: int, file: str) -> str:
+def _header(target: AgentTarget, seed: int, file: str, limit: float | None) -> str:
+    """How to replay the file; ``limit``: the agent timed out, so it is run under that many
+    seconds (``serve`` has no time limit: an agent stopped early leaves turns unrequested,
+    which it reports)."""
     root = f"http://127.0.0.1:{REPLAY_PORT}/s/{REPLAY_SESSION}"
     env = agent_env(f"{root}/v1", root, root, root)
     if target.in_process:
+        within = f", timeout={limit:g}" if limit is not None else ""
         run = (
             f'python -c "from openprogram_sim.fuzz.agent import replay; '
-            f"raise SystemExit(replay('{file}', '{target.spec}').exit_status)\""
+            f"raise SystemExit(replay('{file}', '{target.spec}'{within}).exit_status)\""
         )
         how = [
             "# Replay it against your function (serves this file as serve does, calls it on one",
@@ -61,13 +65,16 @@ def _header(target: AgentTarget, seed: int, file: str) -> str:
         ]
     else:
         variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        within = f"timeout {limit:g} " if limit is not None else ""
         how = [
             "# Replay it against the same agent:",
             f"#   openprogram-sim serve {file} --port {REPLAY_PORT} &",
             f"#   env {variables} \\",
-            f"#     {target.spec}",
+            f"#     {within}{target.spec}",
             _KILL,
         ]
+    if limit is not None:
+        how.append(f"# (the agent did not finish within {limit:g} s: give it that long, as above)")
     return "\n".join(
         [f"# Found by openprogram-sim fuzz --agent {shlex.quote(target.spec)} --seed {seed},",
          "# shrunk to the turns below.", *how, ""]
@@ -114,16 +121,22 @@ def regression_document(
 
 
 def write_agent_regression(
-    directory: str | Path, document: dict[str, Any], target: AgentTarget, seed: int
+    directory: str | Path,
+    document: dict[str, Any],
+    target: AgentTarget,
+    seed: int,
+    *,
+    limit: float | None = None,
 ) -> Path:
     """Write ``document`` under ``directory`` (named by a digest of its content) with the
-    header that says how to replay it, atomically; returns its path."""
+    header that says how to replay it (``limit``: under that many seconds, for an agent
+    that timed out), atomically; returns its path."""
     body = regression_text(document)
     digest = hashlib.sha256(body.encode()).hexdigest()[:10]
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"fuzz_agent_{digest}.yaml"
-    atomic_write(path, _header(target, seed, str(path)) + body, mode=0o644)
+    atomic_write(path, _header(target, seed, str(path), limit) + body, mode=0o644)
     return path
 
 
