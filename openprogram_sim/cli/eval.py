@@ -25,7 +25,10 @@ _VERDICT = {"pass": "PASS", "fail": "FAIL", "undecided": "UNDECIDED"}
 
 
 def _limits(pairs: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
+    """The pyproject's limits, then each ``--max-concurrency-per-provider PROVIDER=N``."""
+    from openprogram_sim.eval import pyproject_limits
+
+    out = pyproject_limits()
     for pair in pairs:
         provider, sep, limit = pair.partition("=")
         if not sep or not provider or not limit.strip().isdigit():

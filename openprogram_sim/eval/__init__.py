@@ -17,7 +17,7 @@ verdict (``openprogram-sim eval``; see docs/evals.md).
 
 from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, judge
 from openprogram_sim.eval._junit import eval_properties, eval_summary, write_eval_junit
-from openprogram_sim.eval._options import EvalOptions, scenario_slug
+from openprogram_sim.eval._options import EvalOptions, pyproject_limits, scenario_slug
 from openprogram_sim.eval._pricing import Price, PriceTable, load_pricing
 from openprogram_sim.eval._progress import ProgressBar
 from openprogram_sim.eval._regressions import trajectory_key, write_regressions
@@ -83,6 +83,7 @@ __all__ = [
     "judge",
     "load_pricing",
     "pass_at_k",
+    "pyproject_limits",
     "render_eval_report",
     "replay_sample",
     "scenario_slug",

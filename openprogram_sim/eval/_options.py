@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from openprogram_sim.cassettes import Cassette
-from openprogram_sim.eval._pricing import PriceTable, load_pricing
+from openprogram_sim.eval._pricing import PriceTable, load_pricing, tool_table
 from openprogram_sim.eval._retries import RetryPolicy, retrying_client
 from openprogram_sim.eval._stats import SequentialTest
 
-__all__ = ["EvalOptions", "scenario_slug"]
+__all__ = ["LIMITS_SETTING", "EvalOptions", "pyproject_limits", "scenario_slug"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +104,31 @@ class EvalOptions:
             return None
         looks = None if self.sequential else 1
         return SequentialTest(self.threshold, self.confidence, self.samples, looks)
+
+
+LIMITS_SETTING = "max-concurrency-per-provider"
+"""The ``[tool.openprogram.eval]`` key of the most samples at once per provider."""
+
+
+def pyproject_limits(start: Path | None = None) -> dict[str, int]:
+    """``[tool.openprogram.eval] max-concurrency-per-provider = {openai = 4}`` of the
+    nearest pyproject above ``start`` (default: the working directory): an account's
+    limits kept with the project, that ``--max-concurrency-per-provider`` overrides."""
+    found = tool_table((start or Path.cwd()).resolve())
+    if found is None:
+        return {}
+    config, tool = found
+    table = tool.get("eval", {})
+    limits = table.get(LIMITS_SETTING, {}) if isinstance(table, Mapping) else None
+    where = f"{config}: [tool.openprogram.eval] {LIMITS_SETTING}"
+    if not isinstance(limits, Mapping):
+        raise ValueError(f"{where} must be a table of PROVIDER = N (e.g. {{openai = 4}})")
+    out = {}
+    for provider, limit in limits.items():
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"{where}: {provider} = {limit!r} is not a number of samples >= 1")
+        out[str(provider)] = limit
+    return out
 
 
 def scenario_slug(path: str) -> str:

@@ -152,9 +152,9 @@ def _bundled() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-def pyproject_pricing(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
-    """The ``[tool.openprogram.pricing]`` table of the nearest ``pyproject.toml`` above
-    ``start`` that has a ``[tool.openprogram]`` table, and that file."""
+def tool_table(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
+    """The ``[tool.openprogram]`` table of the nearest ``pyproject.toml`` above ``start``
+    that has one, and that file (as the scenario files' settings are found)."""
     for folder in (start, *start.parents):
         config = folder / "pyproject.toml"
         if not config.is_file():
@@ -164,18 +164,27 @@ def pyproject_pricing(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
             continue
         tool = data.get("tool", {}).get("openprogram")
-        if not isinstance(tool, Mapping):
-            continue
-        pricing = tool.get("pricing")
-        if pricing is None:
-            return None
-        if not isinstance(pricing, Mapping):
-            raise ValueError(
-                f"{config}: [tool.openprogram] pricing must be a table "
-                '([tool.openprogram.pricing.models."PROVIDER:MODEL"])'
-            )
-        return config, pricing
+        if isinstance(tool, Mapping):
+            return config, tool
     return None
+
+
+def pyproject_pricing(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
+    """The ``[tool.openprogram.pricing]`` table of the nearest ``pyproject.toml`` above
+    ``start`` that has a ``[tool.openprogram]`` table, and that file."""
+    found = tool_table(start)
+    if found is None:
+        return None
+    config, tool = found
+    pricing = tool.get("pricing")
+    if pricing is None:
+        return None
+    if not isinstance(pricing, Mapping):
+        raise ValueError(
+            f"{config}: [tool.openprogram] pricing must be a table "
+            '([tool.openprogram.pricing.models."PROVIDER:MODEL"])'
+        )
+    return config, pricing
 
 
 def load_pricing(files: Iterable[str | Path] = (), *, start: Path | None = None) -> PriceTable:

@@ -102,13 +102,39 @@ def test_samples_overlap_within_the_providers_limit(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_json_says_how_many_ran_at_once(tmp_path: Path) -> None:
-    with serve_scenario(WEIGHTED) as server:
-        _, data = run_eval(
-            tmp_path, sessions_url(server), "--samples", "2", "--concurrency", "8",
-            "--max-concurrency-per-provider", "openai=3",
-        )  # fmt: skip
-    assert data["concurrency"] == 3
+def test_the_pyprojects_limits_hold_unless_a_flag_says_otherwise(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        "[tool.openprogram.eval]\nmax-concurrency-per-provider = {openai = 2, anthropic = 1}\n"
+    )
+    for name, flags, want in (
+        ("kept", (), 2),
+        ("flag", ("--max-concurrency-per-provider", "openai=3"), 3),
+    ):
+        with serve_scenario(WEIGHTED) as server:  # each run its own sessions
+            _, data = run_eval(
+                tmp_path / name, sessions_url(server), "--samples", "2", "--concurrency", "8",
+                *flags, cwd=project,
+            )  # fmt: skip
+        assert data["concurrency"] == want, name
+        # each sample had its own served session: none ran out of script
+        assert [s["error"] for s in data["scenarios"][0]["sample_results"]] == [None, None]
+
+
+def test_a_bad_pyproject_limit_is_named(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.openprogram.eval]\nmax-concurrency-per-provider = {openai = "lots"}\n'
+    )
+    done = eval_cli(
+        str(WEIGHTED), "--model", "openai:gpt-4o-mini", "--out", str(tmp_path / "o"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"openprogram-sim eval: {tmp_path / 'pyproject.toml'}: [tool.openprogram.eval] "
+        "max-concurrency-per-provider: openai = 'lots' is not a number of samples >= 1\n"
+    )
 
 
 @pytest.mark.slow
