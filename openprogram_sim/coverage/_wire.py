@@ -121,8 +121,14 @@ WIRE_CATALOGUE: tuple[WireBehaviour, ...] = (
     WireBehaviour(
         id="previous_response",
         group="protocol",
-        title="sent only its new items with previous_response_id (OpenAI Responses)",
-        seen="a Responses request naming a previous_response_id the session served",
+        title=(
+            "sent only its new messages, the server holding the conversation (Responses "
+            "previous_response_id, Anthropic thread continue)"
+        ),
+        seen=(
+            "a Responses request naming a previous_response_id, or an Anthropic thread "
+            "continue, that the session served"
+        ),
     ),
 )
 

@@ -245,7 +245,8 @@ _CONVERSATIONS = re.compile(r"/v1/conversations(/|$)")
 """OpenAI's Conversations API (``conversation`` items kept by the provider), not served."""
 
 _SESSION_ROUTES = (
-    "GET /s/{session} (its report so far) and DELETE /s/{session} (end it; its report)"
+    "GET /s/{session} (its report so far), DELETE /s/{session} (end it; its report) and "
+    "GET /s/{session}/trace (a live session's trace)"
 )
 
 # A body must carry the API's list of messages (or Responses' input) to be a model call.
