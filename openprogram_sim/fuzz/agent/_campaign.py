@@ -11,8 +11,12 @@ replays.
    checked: turns never requested, failed requests, the client invariants (:class:`~
    openprogram_sim.wire.ClientChecks`), the user's properties on its trace, and how the
    agent's run ended (a non-zero exit status, an exception, a timeout).
-3. The first failure is shrunk by Hypothesis (for at most ``shrink_time`` seconds; a
-   timeout is not shrunk, each run of it costs the whole limit), written as a scenario file
+3. The first failure is shrunk, keeping its kind of failure (:func:`_signature`): a few
+   bold cuts first (:func:`_smaller`: every fault, all turns but one, one turn or call at a
+   time, plainer calls and faults), then Hypothesis, which runs only candidates no larger
+   than the case in hand and stops after :data:`SHRINK_PATIENCE` fruitless runs in a row,
+   then the cuts again; all within ``shrink_time`` seconds (a timeout is not shrunk: each
+   run of it costs the whole limit). It is written as a scenario file
    (:mod:`._regression`) and served again to the same agent as ``serve`` would: the file
    is kept only when that replay fails too.
 """
