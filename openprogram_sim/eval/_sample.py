@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import os
 from pathlib import Path
+from typing import Any
 
 from openprogram.types import Usage
 from openprogram_sim.cassettes import Cassette
@@ -40,12 +41,19 @@ class _Session:
 
 
 async def _session(
-    cassette: Cassette, scenario: Scenario, model: str | None, base_url: str | None, name: str
+    cassette: Cassette,
+    client: Any,
+    scenario: Scenario,
+    model: str | None,
+    base_url: str | None,
+    name: str,
 ) -> _Session:
+    """The run, then its judge, both sending through ``client`` (answered by
+    ``cassette``)."""
     extra = {}
     if base_url:
         extra["base_url"] = base_url.replace("{sample}", name)
-    async with cassette.client() as client:
+    async with client:
         provider = cassette.provider(model, client=client, **extra)
         session = _Session(await arun_scenario(scenario, provider))
         spec = scenario.expect.judge
@@ -74,7 +82,9 @@ def _setup_mistake(statuses: list[int], outcome: RunOutcome) -> str | None:
     )
 
 
-def _sample(session: _Session, index: int, path: Path, where: str) -> Sample:
+def _sample(
+    session: _Session, index: int, path: Path, where: str, cassette_meta: dict[str, Any]
+) -> Sample:
     outcome = session.outcome
     if session.judge_error is not None:
         raise EvalSetupError(
@@ -89,6 +99,7 @@ def _sample(session: _Session, index: int, path: Path, where: str) -> Sample:
     for used in outcome.usage:
         if used is not None:
             usage = usage + used
+    retries = cassette_meta.get("retries")
     return Sample(
         index=index,
         passed=judgement.passed,
@@ -99,6 +110,7 @@ def _sample(session: _Session, index: int, path: Path, where: str) -> Sample:
         model_calls=outcome.model_calls,
         calls=calls,
         usage={k: v for k, v in dataclasses.asdict(usage).items() if isinstance(v, int)},
+        retries=[dict(r) for r in retries] if isinstance(retries, list) else [],
     )
 
 
@@ -108,7 +120,10 @@ def run_sample(scenario: Scenario, options: EvalOptions, folder: Path, index: in
     cassette.record_mode = "all"  # an eval is live by definition: in CI too (CI forces none)
     cassette.load()
     name = f"{folder.name}-{index}"
-    session = asyncio.run(_session(cassette, scenario, options.model, options.base_url, name))
+    client = options.client(cassette)  # a 429 or 5xx retried, the run's calls and the judge's
+    session = asyncio.run(
+        _session(cassette, client, scenario, options.model, options.base_url, name)
+    )
     outcome = session.outcome
     statuses = [int(response["status"]["code"]) for _, response in cassette.vcr.data]
     mistake = _setup_mistake(statuses, outcome)
@@ -121,7 +136,7 @@ def run_sample(scenario: Scenario, options: EvalOptions, folder: Path, index: in
         sample=name,
     )
     cassette.save()  # with the judge's calls, also when its verdict could not be read
-    return _sample(session, index, path, scenario.path)
+    return _sample(session, index, path, scenario.path, cassette.metadata)
 
 
 def replay_sample(
@@ -146,7 +161,9 @@ def replay_sample(
             f"{path}: expect.judge is not the judge recorded in it: {'; '.join(changed)}"
         )
     name = str(meta.get("sample") or "")
-    session = asyncio.run(_session(recorded, scenario, meta.get("model"), None, name))
+    session = asyncio.run(
+        _session(recorded, recorded.client(), scenario, meta.get("model"), None, name)
+    )
     if session.judge_error is not None:
         raise session.judge_error
-    return _sample(session, index, path, scenario.path)
+    return _sample(session, index, path, scenario.path, meta)

@@ -18,7 +18,13 @@ import pytest
 import yaml
 from _support import run_cli
 
-from openprogram_sim.eval import EvalOptions, evaluate, replay_sample, scenario_slug
+from openprogram_sim.eval import (
+    EvalOptions,
+    RetryPolicy,
+    evaluate,
+    replay_sample,
+    scenario_slug,
+)
 from openprogram_sim.scenario import load_scenario
 from openprogram_sim.wire import WireServer
 
@@ -81,7 +87,7 @@ def recording() -> Iterator[None]:
 
 
 def judged_eval(
-    tmp_path: Path, judge_replies: list[list[dict[str, Any]]]
+    tmp_path: Path, judge_replies: list[list[dict[str, Any]]], retries: int = 4
 ) -> tuple[Path, list[Any], Path]:
     """The judged scenario evaluated against a served agent, sample N's judge answering
     with ``judge_replies[N-1]``; the scenario, its samples and their folder."""
@@ -96,6 +102,7 @@ def judged_eval(
             base_url=server.url + "/s/{sample}/v1",
             samples=len(judge_replies),
             out=tmp_path / "eval",
+            retries=RetryPolicy(max_retries=retries),
         )
         result = evaluate(load_scenario(path), options)
         server.assert_consumed()  # every judge session asked exactly once
@@ -291,7 +298,7 @@ def test_a_malformed_verdict_stops_the_eval_naming_the_criterion_and_what_came_b
     from openprogram_sim.scenario import JudgeError
 
     with pytest.raises(EvalSetupError) as caught:
-        judged_eval(tmp_path, [reply * 4])  # a 500 is retried: each retry gets one
+        judged_eval(tmp_path, [reply], retries=0)  # a 500 not retried: it reaches the judge
     text = str(caught.value)
     assert text.startswith(f"{tmp_path / 'judged.yaml'}: sample 1: {message}"), text
     assert text.endswith(f"(the sample's cassette: {tmp_path / 'eval' / 'judged'}/sample-001.yaml)")
@@ -593,3 +600,15 @@ def test_without_base_url_the_judge_goes_where_the_adapter_s_variable_says(
     assert sample.passed, sample.failures
     cassette = yaml.safe_load((tmp_path / "eval" / "judged" / "sample-001.yaml").read_text())
     assert cassette["metadata"]["openprogram"]["judge"]["base_url"] == judge_url
+
+
+def test_a_judge_refused_with_429_is_retried_through_the_sample_s_client(
+    tmp_path: Path, recording: None
+) -> None:
+    refused = {"wire": {"status": 429, "retry_after_ms": 20}, "text": "busy"}
+    _, (sample,), folder = judged_eval(tmp_path, [[refused, *PASSING]])
+    assert sample.passed, sample.failures
+    assert [(r["status"], r["call"]) for r in sample.retries] == [(429, 3)], sample.retries
+    cassette = yaml.safe_load((folder / "sample-001.yaml").read_text())
+    assert len(cassette["interactions"]) == 3  # the refusal is in the metadata, not replayed
+    assert cassette["metadata"]["openprogram"]["judge"]["interactions"] == [3]
