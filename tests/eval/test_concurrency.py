@@ -41,7 +41,9 @@ def test_k_at_a_time_gives_the_verdict_and_files_of_one_at_a_time(tmp_path: Path
     # the samples in flight when the verdict was decided: started after it, not counted
     n = four["samples"]
     assert four["discarded"] == list(range(n + 1, n + 1 + len(four["discarded"])))
-    assert 0 < len(four["discarded"]) <= 3
+    # the slots were full when sample n ended: the 3 others (and any that had overtaken
+    # them) were started after it, and are discarded, not counted
+    assert len(four["discarded"]) >= 3
     files = sorted(p.name for p in (tmp_path / "4" / "eval" / FOLDER).iterdir())
     assert files == [f"sample-{i:03d}.yaml" for i in range(1, n + 1)]
     assert runs["4"][1]["concurrency"] == 4
