@@ -36,6 +36,8 @@ class EvalSetupError(SimError):
 @dataclasses.dataclass(slots=True)
 class _Session:
     outcome: RunOutcome
+    mistake: str | None = None
+    """A setup mistake the run's own requests show (the judge is not asked then)."""
     verdicts: dict[str, CriterionVerdict] | None = None
     judge_error: JudgeError | None = None
 
@@ -55,9 +57,11 @@ async def _session(
         extra["base_url"] = base_url.replace("{sample}", name)
     async with client:
         provider = cassette.provider(model, client=client, **extra)
-        session = _Session(await arun_scenario(scenario, provider))
+        outcome = await arun_scenario(scenario, provider)
+        statuses = [int(response["status"]["code"]) for _, response in cassette.vcr.data]
+        session = _Session(outcome, _setup_mistake(statuses, outcome))
         spec = scenario.expect.judge
-        if spec is not None:
+        if spec is not None and session.mistake is None:
             try:
                 session.verdicts = await ask_recorded(cassette, client, spec, session.outcome, name)
             except JudgeError as exc:
@@ -124,11 +128,8 @@ def run_sample(scenario: Scenario, options: EvalOptions, folder: Path, index: in
     session = asyncio.run(
         _session(cassette, client, scenario, options.model, options.base_url, name)
     )
-    outcome = session.outcome
-    statuses = [int(response["status"]["code"]) for _, response in cassette.vcr.data]
-    mistake = _setup_mistake(statuses, outcome)
-    if mistake is not None:
-        raise EvalSetupError(f"{scenario.path}: sample {index}: {mistake}")
+    if session.mistake is not None:
+        raise EvalSetupError(f"{scenario.path}: sample {index}: {session.mistake}")
     cassette.describe(
         model=options.model,
         scenario=os.path.relpath(Path(scenario.path).resolve(), folder.resolve()),

@@ -612,3 +612,25 @@ def test_a_judge_refused_with_429_is_retried_through_the_sample_s_client(
     cassette = yaml.safe_load((folder / "sample-001.yaml").read_text())
     assert len(cassette["interactions"]) == 3  # the refusal is in the metadata, not replayed
     assert cassette["metadata"]["openprogram"]["judge"]["interactions"] == [3]
+
+
+def test_a_setup_mistake_stops_the_eval_before_the_judge_is_asked(
+    tmp_path: Path, recording: None
+) -> None:
+    from openprogram_sim.eval import EvalSetupError
+
+    with WireServer(AGENT) as server:
+        path = tmp_path / "judged.yaml"
+        path.write_text(SCENARIO.format(url=server.url))
+        server.open_session("judged-1-judge", PASSING)
+        options = EvalOptions(
+            model="openai:gpt-4o-mini",
+            base_url="http://127.0.0.1:9/v1",  # nothing listens there
+            samples=1,
+            out=tmp_path / "eval",
+            retries=RetryPolicy(max_retries=0),
+        )
+        with pytest.raises(EvalSetupError) as caught:
+            evaluate(load_scenario(path), options)
+        assert server.session("judged-1-judge").requests == []
+    assert "sample 1: no request reached the model (exec raised ModelError: " in str(caught.value)
