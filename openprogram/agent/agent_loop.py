@@ -709,7 +709,11 @@ async def _execute_tool_calls(
         if _stop_requested(run):
             _answer_unrun_calls(run, ABORTED_TEXT)
             return []
-        _record_result(run, await _execute_one(run, call))
+        started = _start_one(run, call)  # a sync tool has run; an async one is awaited
+        outcome = (
+            await _await_one(run, call, started) if isinstance(started, _Awaiting) else started
+        )
+        _record_result(run, _end_one(run, call, outcome))
         # A tool may have caught the run's CancelledError and returned: the abort stands.
         if _stop_requested(run):
             continue  # the next call is answered as aborted; leave steering queued
@@ -737,30 +741,57 @@ def _record_result(run: _Run, result: ToolResultMessage) -> None:
     run.emit_message(result)
 
 
-async def _execute_one(run: _Run, call: ToolCall) -> ToolResultMessage:
+def _start_one(run: _Run, call: ToolCall) -> Outcome | _Awaiting:
+    """Start one call: its start event, then the tool (see :func:`_invoke`). A sync
+    tool's call ends here, with no coroutine of its own."""
     if run.listeners:
         run.emit(_tool_start(run, call))
     pending = run.context.pending_tool_calls
     pending.add(call.id)
     try:
         invoked = _invoke(run, call)
-        outcome, kind = await _outcome(run, invoked) if isinstance(invoked, _Awaiting) else invoked
-    except asyncio.CancelledError:
-        # It was running when the run was cancelled: its result says so (it ran, so it is
-        # no skip) and enters the history like any other.
-        _record_failure(run, call, _CANCELLED_TEXT, "cancelled")
-        raise
     except BaseException as exc:
-        # KeyboardInterrupt, SystemExit and their kin are not the tool's errors to show the
-        # model: the call gets its result, then the run ends (see _guarded_run).
-        _record_failure(run, call, _described(exc), "raised")
+        _interrupted(run, call, exc)
+        raise
+    if not isinstance(invoked, _Awaiting):
+        pending.discard(call.id)
+    return invoked
+
+
+async def _await_one(run: _Run, call: ToolCall, started: _Awaiting) -> Outcome:
+    """Await what an async tool's call returned; its failures become error results as a
+    sync tool's do."""
+    try:
+        try:
+            value = await started.value
+        except Exception as exc:
+            return _raised(exc)
+        except asyncio.CancelledError as exc:
+            return _own_cancellation(run, exc)
+        return _returned(value)
+    except BaseException as exc:
+        _interrupted(run, call, exc)
         raise
     finally:
-        pending.discard(call.id)
-    result = _result_message(call, outcome)
+        run.context.pending_tool_calls.discard(call.id)
+
+
+def _end_one(run: _Run, call: ToolCall, outcome: Outcome) -> ToolResultMessage:
+    result = _result_message(call, outcome[0])
     if run.listeners:
-        run.emit(_tool_end(run, call, result, kind))
+        run.emit(_tool_end(run, call, result, outcome[1]))
     return result
+
+
+def _interrupted(run: _Run, call: ToolCall, exc: BaseException) -> None:
+    """A call that something interrupted gets its result before the exception goes on.
+    The run's cancellation while it ran: ``Cancelled`` (it ran, so it is no skip).
+    ``KeyboardInterrupt``, ``SystemExit`` and their kin are not the tool's errors to show
+    the model: the call gets its result, then the run ends (see _guarded_run)."""
+    if isinstance(exc, asyncio.CancelledError):
+        _record_failure(run, call, _CANCELLED_TEXT, "cancelled")
+    else:
+        _record_failure(run, call, _described(exc), "raised")
 
 
 def _record_failure(run: _Run, call: ToolCall, text: str, kind: ToolErrorKind) -> None:
@@ -779,7 +810,7 @@ Outcome = tuple[ToolResult, "ToolErrorKind | None"]
 def _invoke(run: _Run, call: ToolCall) -> Outcome | _Awaiting:
     """Look up, validate and execute one call; every failure becomes an error result, with
     the kind of failure it was. A tool whose value is awaitable (an async tool) gives an
-    :class:`_Awaiting` for :func:`_outcome` to await: a sync tool's call costs no
+    :class:`_Awaiting` for :func:`_await_one` to await: a sync tool's call costs no
     coroutine of its own."""
     tool = run.tools_by_name.get(call.name)
     if tool is None:
@@ -809,16 +840,6 @@ class _Awaiting:
 
     def __init__(self, value: Any) -> None:
         self.value = value
-
-
-async def _outcome(run: _Run, pending: _Awaiting) -> Outcome:
-    try:
-        value = await pending.value
-    except Exception as exc:
-        return _raised(exc)
-    except asyncio.CancelledError as exc:
-        return _own_cancellation(run, exc)
-    return _returned(value)
 
 
 def _raised(exc: Exception) -> Outcome:
