@@ -294,10 +294,15 @@ def read_verdicts(spec: JudgeSpec, message: AssistantMessage) -> dict[str, Crite
 
 
 async def ask_judge(
-    provider: Provider, spec: JudgeSpec, run: JudgedRun
+    provider: Provider,
+    spec: JudgeSpec,
+    run: JudgedRun,
+    *,
+    replies: list[AssistantMessage] | None = None,
 ) -> dict[str, CriterionVerdict]:
     """Ask ``provider`` (the judge's adapter, live or replaying a cassette) for a verdict on
-    each criterion of ``spec`` about ``run``; :class:`JudgeError` when none can be read."""
+    each criterion of ``spec`` about ``run``; :class:`JudgeError` when none can be read.
+    The judge's reply (its usage, its text) is appended to ``replies`` when given."""
     context, options = judge_request(spec, run)
     final: AssistantMessage | None = None
     async for event in provider.stream(context, options):
@@ -307,6 +312,8 @@ async def ask_judge(
             final = event.error
     if final is None:
         raise JudgeError(f"judge {spec.model}: the reply ended without a message")
+    if replies is not None:
+        replies.append(final)
     return read_verdicts(spec, final)
 
 

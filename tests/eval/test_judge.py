@@ -64,7 +64,7 @@ def verdicts(**given: tuple[str, int]) -> list[dict[str, Any]]:
         name: {"verdict": v, "score": s, "reason": f"{name}: {v} at {s}"}
         for name, (v, s) in given.items()
     }
-    return [{"tool_calls": [{"record_verdicts": args}]}]
+    return [{"tool_calls": [{"record_verdicts": args}], "usage": {"input": 150, "output": 40}}]
 
 
 def block_sockets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -131,6 +131,7 @@ def test_each_criterion_is_a_check_and_the_judge_is_recorded_after_the_run(
     meta = cassette["metadata"]["openprogram"]
     assert meta["judge"]["model"] == "openai:gpt-4o-mini"
     assert meta["judge"]["interactions"] == [3]  # after the run's two
+    assert meta["judge"]["usage"] == {"input": 150, "output": 40}  # the judge's tokens
     assert meta["judge"]["base_url"].endswith("/s/judged-2-judge/v1")
     uris = [i["request"]["uri"] for i in cassette["interactions"]]
     assert [u.rsplit("/s/", 1)[1] for u in uris] == [
