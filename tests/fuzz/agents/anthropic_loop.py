@@ -42,9 +42,13 @@ def _reply(client: anthropic.Anthropic, messages: list[Any], transport_errors: b
 
 
 def run(endpoints: Any, transport_errors: bool) -> str:
-    client = anthropic.Anthropic(
+    with anthropic.Anthropic(
         base_url=endpoints.anthropic, api_key=endpoints.api_key, max_retries=0
-    )
+    ) as client:
+        return _loop(client, transport_errors)
+
+
+def _loop(client: anthropic.Anthropic, transport_errors: bool) -> str:
     messages: list[Any] = [{"role": "user", "content": "Find the tides."}]
     for _ in range(12):
         reply = _reply(client, messages, transport_errors)
