@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def first_draws(seeds: range) -> list[int]:
     out = []
     for seed in seeds:
         model = ScriptedModel(TURNS, seed=seed)
-        _, option = model.turns[0].draw(model._rng)
+        _, option = model.turns[0].draw(random.Random(model.seed))
         out.append(option)
     return out
 
@@ -70,8 +71,9 @@ def test_without_a_seed_the_model_picks_one_and_keeps_it() -> None:
     model = ScriptedModel(TURNS)
     again = ScriptedModel(TURNS, seed=model.seed)
     assert isinstance(model.seed, int)
-    assert [model.turns[0].draw(model._rng)[1] for _ in range(20)] == [
-        again.turns[0].draw(again._rng)[1] for _ in range(20)
+    mine, theirs = random.Random(model.seed), random.Random(again.seed)
+    assert [model.turns[0].draw(mine)[1] for _ in range(20)] == [
+        again.turns[0].draw(theirs)[1] for _ in range(20)
     ]
 
 
@@ -112,8 +114,9 @@ def test_the_draw_follows_the_weights_not_their_sum() -> None:
     same = ScriptedModel(
         [{"one_of": [{"weight": 0.7, "text": "a"}, {"weight": 0.3, "text": "b"}]}], seed=5
     )
-    assert [scaled.turns[0].draw(scaled._rng)[1] for _ in range(50)] == [
-        same.turns[0].draw(same._rng)[1] for _ in range(50)
+    mine, theirs = random.Random(scaled.seed), random.Random(same.seed)
+    assert [scaled.turns[0].draw(mine)[1] for _ in range(50)] == [
+        same.turns[0].draw(theirs)[1] for _ in range(50)
     ]
 
 
