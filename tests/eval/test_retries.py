@@ -15,7 +15,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from test_eval_cli import ROOT, eval_cli
+from test_eval_cli import ROOT, eval_cli, run_eval, sessions_url
 
 from openprogram_sim.cassettes import Cassette, distill_yaml
 from openprogram_sim.eval import EvalOptions, RetryPolicy
@@ -199,3 +199,30 @@ def test_bad_max_retries_is_named(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr == "openprogram-sim eval: --max-retries must be 0 or more, got -1\n"
+
+
+@pytest.mark.slow
+def test_eval_retries_served_refusals_and_counts_them(tmp_path: Path) -> None:
+    path = write(tmp_path, refused(429, retry_after_ms=50), LOOKUP, refused(503), ANSWER)
+    with serve_scenario(path) as server:
+        done, data = run_eval(tmp_path, sessions_url(server), "--samples", "2", scenario=path)
+    (result,) = data["scenarios"]
+    assert result["passed"] == 2 and done.returncode == 0, done.stdout
+    for one in result["sample_results"]:
+        assert [(r["call"], r["status"]) for r in one["retries"]] == [(1, 429), (2, 503)]
+        recorded = Cassette(one["cassette"]).load()
+        assert statuses(recorded) == [200, 200]
+        assert len(recorded.metadata["retries"]) == 2
+    assert result["retries"] == data["retries"] == 4
+    assert (
+        "retries: 4 model call(s) retried (HTTP 429, 503); each kept in its sample's cassette"
+    ) in done.stdout
+    assert "2 samples; $0.0000 spent; 4 model call(s) retried; cassettes under" in done.stdout
+    with serve_scenario(path) as server:
+        done, data = run_eval(
+            tmp_path / "none", sessions_url(server), "--samples", "2", "--max-retries", "0",
+            scenario=path,
+        )  # fmt: skip
+    (result,) = data["scenarios"]
+    assert result["passed"] == 0 and result["retries"] == 0 and done.returncode == 1
+    assert "HTTP 429" in result["sample_results"][0]["failures"][0]
