@@ -189,8 +189,14 @@ def _distilled(
     path: Path, scenario: str | Path | None, real_tools: bool
 ) -> tuple[dict[str, Any], list[str]]:
     interactions, metadata = _interactions(path)
+    info = metadata.get("openprogram") if isinstance(metadata, dict) else None
+    # an eval sample's judge asked after the run: its calls are not the run's turns
+    judge = (info or {}).get("judge") if isinstance(info, dict) else None
+    judged = {int(i) - 1 for i in ((judge or {}).get("interactions") or ())}
     calls = [
-        (req, resp, routed) for req, resp in interactions if (routed := _route(req)) is not None
+        (req, resp, routed)
+        for k, (req, resp) in enumerate(interactions)
+        if k not in judged and (routed := _route(req)) is not None
     ]
     if not calls:
         raise CassetteError(f"cassette {path}: no model call recorded in it (nothing to distill)")
@@ -200,7 +206,6 @@ def _distilled(
     if scenario is not None:
         return _onto_scenario(Path(scenario), turns, returns, real_tools)
     top, found = _exec_of(api, calls[0][0])
-    info = metadata.get("openprogram") if isinstance(metadata, dict) else None
     model = (info or {}).get("model") or api
     tools = {}
     for name, spec in found["specs"].items():

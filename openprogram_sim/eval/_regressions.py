@@ -1,14 +1,22 @@
 """Failing samples turned into regression scenarios: each distinct failure (the same
 trajectory: the tool calls made, with their arguments, depths and rounds, and what exec
 raised) distilled once from its first sample's cassette, onto the scenario it was sampled
-from, with the count of samples that failed so."""
+from, with the count of samples that failed so.
+
+A sample that failed on its judge (a ``judge.NAME`` check) has no scripted stand-in for the
+judge's verdict: its cassette is copied beside the regression (``<slug>-N.cassette.yaml``)
+and the regression's ``expect.judge.cassette`` names it, so ``openprogram-sim run`` replays
+the recorded verdict offline and fails on the same criterion."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from openprogram_sim.cassettes import distill_yaml
+import yaml
+
+from openprogram_sim.cassettes import distill, distill_yaml
 from openprogram_sim.eval._summary import Regression, Sample
 
 __all__ = ["trajectory_key", "write_regressions"]
@@ -32,6 +40,21 @@ def _header(sample: Sample, group: list[Sample], source: str) -> str:
     )
 
 
+def _judged(sample: Sample, copy: Path, source: str) -> str:
+    """The regression of a sample its judge failed: distilled, its judge replayed from a
+    copy of the sample's cassette (the eval's next run replaces the samples' own)."""
+    shutil.copyfile(sample.cassette, copy)
+    data = distill(sample.cassette, scenario=source)
+    data.setdefault("expect", {}).setdefault("judge", {})["cassette"] = copy.name
+    head = (
+        f"# distilled from the cassette {Path(sample.cassette).as_posix()}; its judge's\n"
+        f"# recorded verdict replays from {copy.name} (no key, no socket).\n"
+    )
+    return head + yaml.safe_dump(
+        json.loads(json.dumps(data)), sort_keys=False, allow_unicode=True, width=100
+    )
+
+
 def write_regressions(
     samples: list[Sample], source: str, folder: Path, slug: str
 ) -> list[Regression]:
@@ -51,7 +74,10 @@ def write_regressions(
     for n, group in enumerate(ordered, start=1):
         first = group[0]
         path = folder / f"{slug}-{n}.yaml"
-        text = distill_yaml(first.cassette, scenario=source)
+        if any(k.startswith("judge.") and not held for k, held in first.checks.items()):
+            text = _judged(first, folder / f"{slug}-{n}.cassette.yaml", source)
+        else:
+            text = distill_yaml(first.cassette, scenario=source)
         path.write_text(_header(first, group, source) + text, encoding="utf-8")
         out.append(
             Regression(

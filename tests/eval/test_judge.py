@@ -635,3 +635,38 @@ def test_a_setup_mistake_stops_the_eval_before_the_judge_is_asked(
             evaluate(load_scenario(path), options)
         assert server.session("judged-1-judge").requests == []
     assert "sample 1: no request reached the model (exec raised ModelError: " in str(caught.value)
+
+
+def test_a_sample_its_judge_failed_becomes_a_regression_that_replays_the_verdict_offline(
+    tmp_path: Path, recording: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with WireServer(AGENT) as server:
+        path = tmp_path / "judged.yaml"
+        path.write_text(SCENARIO.format(url=server.url))
+        slug = scenario_slug(str(path))
+        for i, reply in enumerate([PASSING, FAILING], 1):
+            server.open_session(f"{slug}-{i}-judge", reply)
+        options = EvalOptions(
+            model="openai:gpt-4o-mini", base_url=server.url + "/s/{sample}/v1", samples=2,
+            out=tmp_path / "eval",
+        )  # fmt: skip
+        result = evaluate(load_scenario(path), options)
+    (regression,) = result.regressions
+    assert (regression.count, regression.failed) == (1, ["judge.gives_date"])
+    folder = tmp_path / "eval" / "regressions"
+    written = yaml.safe_load(Path(regression.path).read_text())
+    assert written["expect"]["judge"]["cassette"] == f"{slug}-1.cassette.yaml"
+    assert (folder / f"{slug}-1.cassette.yaml").is_file()
+    assert [list(t) for t in written["model"]] == [["tool_calls"], ["text"]]  # no judge turn
+    assert KEY not in (folder / f"{slug}-1.cassette.yaml").read_text()
+    # offline: the server is gone, sockets refused, no key, CI set
+    attempts = block_sockets(monkeypatch)
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    done = run_cli("run", str(regression.path), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith(f"FAIL  eval/regressions/{slug}-1.yaml"), done.stdout
+    assert "- judge.gives_date: the judge (openai:gpt-4o-mini) said pass, score 3/5" in done.stdout
+    assert "judge.names_status" not in done.stdout
+    assert "never requested" not in done.stdout
+    assert attempts == []
