@@ -153,6 +153,20 @@ def test_an_anthropic_sdk_agent_that_lets_a_cut_stream_escape_is_found_on_its_ow
     assert replay(path, "anthropic_loop:fixed", pythonpath=pythonpath, show=False).passed
 
 
+@pytest.mark.slow
+def test_a_google_genai_agent_that_does_not_stream_keeps_every_session(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A third SDK and wire: no streaming (cuts right after the headers, a 500 for an error
+    in the stream), no call ids, arguments that travel as JSON objects only."""
+    code, out, _ = _fuzz(capsys, "--agent", "genai_loop:agent", "--examples", "10",
+                         "--seed", "2", "--regressions", str(tmp_path))  # fmt: skip
+    assert code == 0, out
+    assert "the agent speaks gemini (not streaming); its tools: search" in out
+    assert re.search(r"faults +[1-9]\d*: .*; 0 turns re-chunked", out), out
+    assert "no failure in 10 sessions (seed 2)" in out
+
+
 def test_your_properties_are_checked_on_every_session_and_expected_by_the_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -96,7 +96,12 @@ def _fault(kinds: Sequence[str], stream: bool) -> st.SearchStrategy[dict[str, An
     return fault()
 
 
-def _rechunked(turn: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+def _rechunked(
+    turn: st.SearchStrategy[dict[str, Any]], stream: bool
+) -> st.SearchStrategy[dict[str, Any]]:
+    if not stream:
+        return turn  # one JSON body: nothing to re-chunk
+
     @st.composite
     def maybe(draw: st.DrawFn) -> dict[str, Any]:
         value = draw(turn)
@@ -128,14 +133,14 @@ def script_strategy(
                           st.lists(calls, min_size=1, max_size=max_calls))  # fmt: skip
     text_turn = st.builds(lambda t: {"text": t}, st.sampled_from(_TEXTS))
     before = st.lists(_fault(faults, stream), max_size=2) if faults else st.just([])
-    rounds = st.lists(st.tuples(before, _rechunked(call_turn)), max_size=max_rounds)
+    rounds = st.lists(st.tuples(before, _rechunked(call_turn, stream)), max_size=max_rounds)
 
     @st.composite
     def script(draw: st.DrawFn) -> list[dict[str, Any]]:
         turns: list[dict[str, Any]] = []
         for extra, turn in draw(rounds):
             turns += [*extra, turn]
-        turns += [*draw(before), draw(_rechunked(text_turn))]
+        turns += [*draw(before), draw(_rechunked(text_turn, stream))]
         return turns
 
     return script()
