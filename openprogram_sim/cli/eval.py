@@ -97,14 +97,23 @@ def _baseline(path: str | None) -> dict[str, Any] | None:
     return data
 
 
-def _unpriced(options: Any) -> None:
-    """Say once that the model has no price (its tokens are reported without a cost)."""
+def _unpriced(options: Any, scenarios: list[Any]) -> None:
+    """Say once that the model, or a judge's, has no price (its tokens are reported
+    without a cost)."""
     prices = options.prices()
     if prices.price(options.model) is None:
         print(
             f"openprogram-sim eval: no price for {options.model} in the pricing table "
             f"(dated {prices.date}); tokens are reported without a cost (give one with "
             "--pricing FILE or [tool.openprogram.pricing] in pyproject.toml)",
+            file=sys.stderr,
+        )
+    judges = {s.expect.judge.model for s in scenarios if s.expect.judge is not None}
+    for model in sorted(m for m in judges if prices.price(m) is None):
+        print(
+            f"openprogram-sim eval: no price for the judge model {model} in the pricing "
+            f"table (dated {prices.date}); its tokens are reported without a cost and the "
+            "budget does not count them",
             file=sys.stderr,
         )
 
@@ -136,7 +145,7 @@ def command(args: argparse.Namespace) -> int:
         options = _options(args)
         baseline = _baseline(args.baseline)
         scenarios = _load(args)
-        _unpriced(options)
+        _unpriced(options, scenarios)
         with stop.installed():
             results, budget = _sample(args, options, scenarios, stop)
     except (ScenarioError, CassetteError, OpenProgramError, EvalSetupError, ValueError) as exc:

@@ -104,6 +104,9 @@ def _sample(
         if used is not None:
             usage = usage + used
     retries = cassette_meta.get("retries")
+    judged = cassette_meta.get("judge") if session.verdicts else None
+    judge_usage = judged.get("usage") if isinstance(judged, dict) else None
+    spec = outcome.scenario.expect.judge
     return Sample(
         index=index,
         passed=judgement.passed,
@@ -115,6 +118,8 @@ def _sample(
         calls=calls,
         usage={k: v for k, v in dataclasses.asdict(usage).items() if isinstance(v, int)},
         retries=[dict(r) for r in retries] if isinstance(retries, list) else [],
+        judge_model=spec.model if spec is not None and session.verdicts else None,
+        judge_usage=dict(judge_usage) if isinstance(judge_usage, dict) else {},
     )
 
 

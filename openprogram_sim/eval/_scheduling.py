@@ -166,7 +166,8 @@ class EvalRun:
         should_stop: Callable[[], bool] | None,
     ) -> None:
         self.options = options
-        self.price: Price | None = options.prices().price(options.model)
+        self.prices = options.prices()
+        self.price: Price | None = self.prices.price(options.model)
         if options.budget is not None and self.price is None:
             raise ValueError(
                 f"--budget {options.budget:g}: the pricing table has no price for "
@@ -230,6 +231,10 @@ class EvalRun:
         run.running.discard(index)
         if self.price is not None:
             sample.cost = self.price.cost(sample.usage)
+            if sample.judge_model is not None and sample.judge_usage:
+                # a judge on a model the table has no price for adds nothing (said once)
+                judged = self.prices.cost(sample.judge_model, sample.judge_usage)
+                sample.cost += judged or 0.0
         self.budget.spent += sample.cost or 0.0
         if run.decided:
             self._discard(run, sample)

@@ -49,6 +49,10 @@ class Sample:
     retries: list[dict[str, Any]] = field(default_factory=list)
     """Each refused model call retried (429 or 5xx): its call, status, what the server
     asked, the seconds waited; also in the cassette's metadata."""
+    judge_model: str | None = None
+    """The ``expect.judge`` model asked after the run (None: no judge)."""
+    judge_usage: dict[str, int] = field(default_factory=dict)
+    """The judge's tokens; its cost, at the judge model's price, is part of :attr:`cost`."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +61,7 @@ class Sample:
             "model_calls": self.model_calls, "calls": list(self.calls),
             "usage": dict(self.usage), "cost_usd": self.cost,
             "retries": [dict(r) for r in self.retries],
+            "judge_model": self.judge_model, "judge_usage": dict(self.judge_usage),
         }  # fmt: skip
 
 

@@ -670,3 +670,48 @@ def test_a_sample_its_judge_failed_becomes_a_regression_that_replays_the_verdict
     assert "judge.names_status" not in done.stdout
     assert "never requested" not in done.stdout
     assert attempts == []
+
+
+def test_the_judge_s_tokens_are_priced_into_the_sample_s_cost(
+    tmp_path: Path, recording: None
+) -> None:
+    with WireServer(AGENT) as server:
+        path = tmp_path / "judged.yaml"
+        path.write_text(SCENARIO.format(url=server.url))
+        server.open_session("judged-1-judge", PASSING)
+        done = run_cli(
+            "eval", str(path), "--model", "openai:gpt-4o-mini", "--samples", "1",
+            "--base-url", server.url + "/s/{sample}/v1", "--out", str(tmp_path / "eval"),
+            "--json", str(tmp_path / "results.json"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (result,) = json.loads((tmp_path / "results.json").read_text())["scenarios"]
+    (sample,) = result["sample_results"]
+    assert not any(sample["usage"].values())  # the served agent reports no tokens
+    assert sample["judge_model"] == "openai:gpt-4o-mini"
+    assert sample["judge_usage"] == {"input": 150, "output": 40}
+    assert sample["cost_usd"] == pytest.approx((150 * 0.15 + 40 * 0.60) / 1_000_000)
+    assert "no price" not in done.stderr
+
+
+def test_a_judge_model_without_a_price_is_said_once_and_adds_nothing(
+    tmp_path: Path, recording: None
+) -> None:
+    with WireServer(AGENT) as server:
+        path = tmp_path / "judged.yaml"
+        text = SCENARIO.format(url=server.url).replace(
+            "    model: openai:gpt-4o-mini\n", "    model: openai:my-own-judge\n"
+        )
+        path.write_text(text)
+        server.open_session("judged-1-judge", PASSING)
+        done = run_cli(
+            "eval", str(path), "--model", "openai:gpt-4o-mini", "--samples", "1",
+            "--base-url", server.url + "/s/{sample}/v1", "--out", str(tmp_path / "eval"),
+            "--json", str(tmp_path / "results.json"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr.count("no price for the judge model openai:my-own-judge") == 1
+    (result,) = json.loads((tmp_path / "results.json").read_text())["scenarios"]
+    (sample,) = result["sample_results"]
+    assert sample["judge_usage"] == {"input": 150, "output": 40}
+    assert sample["cost_usd"] == 0.0
