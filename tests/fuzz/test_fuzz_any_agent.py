@@ -299,6 +299,23 @@ def test_the_face_exports_exactly_its_all_and_its_classes_say_they_live_there() 
     assert {c.__module__ for c in classes} == {"openprogram_sim.fuzz.agent"}
 
 
+def test_an_agent_that_declares_no_tools_is_served_texts_and_faults_only() -> None:
+    import openai
+
+    def chat(endpoints: AgentEndpoints) -> str:
+        with openai.OpenAI(base_url=endpoints.openai, api_key=endpoints.api_key,
+                           max_retries=0) as client:  # fmt: skip
+            reply = client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi."}]
+            )
+            return reply.choices[0].message.content or ""
+
+    result = run_agent_campaign(chat, 6, faults=(), regressions=None)
+    assert result.discovery.tools == ()
+    assert result.failure is None
+    assert (result.stats.runs, sum(result.stats.calls.values())) == (6, 0)
+
+
 def test_the_campaign_api_returns_the_shrunk_failure() -> None:
     target = AgentTarget.load("openai_loop:fixed_results", pythonpath=[str(AGENTS)])
     result = run_agent_campaign(target, 30, seed=2, regressions=None)

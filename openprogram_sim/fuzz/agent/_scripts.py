@@ -133,7 +133,9 @@ def script_strategy(
                           st.lists(calls, min_size=1, max_size=max_calls))  # fmt: skip
     text_turn = st.builds(lambda t: {"text": t}, st.sampled_from(_TEXTS))
     before = st.lists(_fault(faults, stream), max_size=2) if faults else st.just([])
-    rounds = st.lists(st.tuples(before, _rechunked(call_turn, stream)), max_size=max_rounds)
+    rounds = st.lists(
+        st.tuples(before, _rechunked(call_turn, stream)), max_size=max_rounds if tools else 0
+    )  # no tools: texts and faults only
 
     @st.composite
     def script(draw: st.DrawFn) -> list[dict[str, Any]]:
