@@ -313,7 +313,9 @@ def test_an_agent_that_declares_no_tools_is_served_texts_and_faults_only() -> No
     result = run_agent_campaign(chat, 6, faults=(), regressions=None)
     assert result.discovery.tools == ()
     assert result.failure is None
-    assert (result.stats.runs, sum(result.stats.calls.values())) == (6, 0)
+    # without tools or faults there are three scripts (the final texts): each ran once, and
+    # Hypothesis stopped there, short of the six sessions asked for
+    assert (result.stats.runs, sum(result.stats.calls.values())) == (3, 0)
 
 
 def test_the_campaign_api_returns_the_shrunk_failure() -> None:
