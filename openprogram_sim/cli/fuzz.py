@@ -477,6 +477,9 @@ def agent_command(args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
             err.write("\n")
         print(f"openprogram-sim fuzz: {exc}", file=err)
         return 2
+    except KeyboardInterrupt:  # the agent's process was ended with the campaign
+        print("\nopenprogram-sim fuzz: interrupted, no verdict", file=err)
+        return 130
     if err.isatty():
         err.write("\n")
     return _agent_verdict(result, target, out)

@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,45 @@ def test_an_agent_past_its_time_is_a_timeout_not_shrunk(
     path = _written(out)
     assert "replay(" in path.read_text() and ", timeout=1).exit_status" in path.read_text()
     assert "# (the agent did not finish within 1 s: give it that long" in path.read_text()
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_campaign_and_the_agents_process(tmp_path: Path) -> None:
+    """The agent runs in a process group of its own (so a timeout kills what it started),
+    which the terminal's Ctrl-C does not reach: the campaign ends it."""
+    marker = tmp_path / "pid"
+    script = tmp_path / "hangs_after_discovery.py"
+    script.write_text(
+        "import os, sys, time, openai\n"
+        "if os.environ['OPENAI_BASE_URL'].endswith('/s/discover/v1'):\n"
+        "    openai.OpenAI(max_retries=0).chat.completions.create(\n"
+        "        model='m', messages=[{'role': 'user', 'content': 'hi'}])\n"
+        "    sys.exit(0)\n"
+        f"open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openprogram_sim.cli", "fuzz", "--agent",
+         f"{sys.executable} {script}", "--examples", "3", "--no-write"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            if marker.exists() and marker.read_text():
+                break
+            time.sleep(0.05)
+        agent = int(marker.read_text())
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, out + err
+    assert err.rstrip().endswith("openprogram-sim fuzz: interrupted, no verdict")
+    with pytest.raises(ProcessLookupError):
+        os.kill(agent, 0)  # the agent's process is gone (reaped by the campaign)
 
 
 # --------------------------------------------------------------------------- bad input

@@ -230,6 +230,10 @@ def _spawn(
         _, err = process.communicate()
         return AgentRun(outcome="timeout", seconds=time.perf_counter() - start,
                         detail=_tail(err))  # fmt: skip
+    except BaseException:  # Ctrl-C: its own process group does not get the terminal's
+        _kill(process)
+        process.wait()
+        raise
     seconds = time.perf_counter() - start
     status = process.returncode
     return AgentRun(outcome="ok" if status == 0 else "failed", seconds=seconds,
