@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -20,23 +20,77 @@ from openprogram_sim.play import Verdict, check_outcome, run_scenario
 from openprogram_sim.report._otel_export import OtelMissingError, require_sdk
 from openprogram_sim.report._trace_out import TraceOut
 from openprogram_sim.scenario import discover, load_scenario
+from openprogram_sim.trace import Failure
 
-__all__ = ["ScenarioResult", "add_parser", "command", "run_paths"]
+__all__ = ["RunSummary", "ScenarioResult", "add_parser", "command", "run_paths"]
 
 PROGRESS_THRESHOLD = 20
 
 _STATUSES = ("passed", "failed", "error", "interrupted")
 
 
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """What ``run`` keeps of one scenario run once it is checked: the title, tags, rounds,
+    time and failures its text output prints (not the :class:`~openprogram_sim.scenario.Scenario`,
+    its YAML line map, the trace or the outcome, so a run over many files stays small)."""
+
+    title: str
+    tags: tuple[str, ...]
+    rounds: int
+    model_calls: int
+    duration: float
+    """Seconds the run took."""
+    status: str
+    """``passed``, ``failed`` or ``error`` (the run crashed or a ``setup:``/``teardown:``
+    failed)."""
+    crash: str | None
+    """What to tell the user when the run crashed (:attr:`RunOutcome.crash`)."""
+    failures: tuple[Failure, ...]
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> RunSummary:
+        outcome = verdict.outcome
+        if verdict.passed:
+            status = "passed"
+        else:
+            status = "error" if outcome.crashed or outcome.hook_failures else "failed"
+        return cls(
+            title=outcome.scenario.scenario, tags=tuple(outcome.scenario.tags),
+            rounds=outcome.rounds, model_calls=outcome.model_calls, duration=outcome.duration,
+            status=status, crash=outcome.crash, failures=tuple(verdict.failures),
+        )  # fmt: skip
+
+
 @dataclass(slots=True)
 class ScenarioResult:
-    """One file's result: a verdict, the load error that prevented a run, or the Ctrl-C
-    that stopped it (``interrupted``: the run, and the files after it, never finished)."""
+    """One file's result: a run's summary, the load error that prevented a run, or the
+    Ctrl-C that stopped it (``interrupted``: the run, and the files after it, never
+    finished).
+
+    :func:`run_paths` keeps a :class:`RunSummary` of each run, not its verdict (``verdict``
+    is None unless ``keep_verdicts=True``), and only what the outputs asked for: the
+    ``--json`` object (``keep=("json",)``) and the ``--report`` record (``"report"``)."""
 
     path: Path
     verdict: Verdict | None = None
     load_error: ScenarioError | None = None
     interrupted: bool = False
+    summary: RunSummary | None = None
+    json_data: dict[str, Any] | None = None
+    """The run's ``--json`` object, made when it was checked (``keep=("json",)``)."""
+    record: dict[str, Any] | None = None
+    """The run's report record (:func:`~openprogram_sim.report.scenario_record`), made
+    when it was checked (``keep=("report",)``)."""
+
+    def __post_init__(self) -> None:
+        if self.summary is None and self.verdict is not None:
+            self.summary = RunSummary.of(self.verdict)
+
+    @property
+    def ran(self) -> bool:
+        """Whether the file loaded and its run finished (a summary is kept)."""
+        return self.summary is not None
 
     @property
     def status(self) -> str:
@@ -47,40 +101,47 @@ class ScenarioResult:
             return "error"
         if self.interrupted:
             return "interrupted"
-        assert self.verdict is not None
-        if self.verdict.passed:
-            return "passed"
-        outcome = self.verdict.outcome
-        return "error" if outcome.crashed or outcome.hook_failures else "failed"
+        assert self.summary is not None
+        return self.summary.status
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"path": str(self.path), "status": self.status}
         if self.load_error is not None:
             data["errors"] = [str(i) for i in self.load_error.issues]
             return data
-        if self.verdict is None:  # interrupted
+        if self.summary is None:  # interrupted
             return data
-        assert self.verdict is not None
-        outcome = self.verdict.outcome
-        data.update(
-            title=outcome.scenario.scenario,
-            tags=outcome.scenario.tags,
-            rounds=outcome.rounds,
-            model_calls=outcome.model_calls,
-            duration_s=round(outcome.duration, 6),
-            result=outcome.result if _jsonable(outcome.result) else repr(outcome.result),
-            error=outcome.error_text,
-            crash=outcome.crash if not self.verdict.passed else None,
-            failures=[
-                {"title": f.title, "where": f.where, "detail": f.detail}
-                for f in self.verdict.failures
-            ],
-            trace=outcome.trace,
-        )
-        from openprogram_sim.report import expectation_checks  # the report's own view
+        if self.json_data is not None:
+            return {**data, **self.json_data}
+        if self.verdict is None:
+            raise ValueError(
+                f"{self.path}: its --json object was not kept (run_paths(keep=('json',)))"
+            )
+        return {**data, **_json_data(self.verdict)}
 
-        data.update(expectation_checks(self.verdict))  # trajectory: [...], properties: [...]
-        return data
+
+def _json_data(verdict: Verdict) -> dict[str, Any]:
+    """A checked run's fields of its ``--json`` object (beside path and status)."""
+    from openprogram_sim.report import expectation_checks  # the report's own view
+
+    outcome = verdict.outcome
+    data: dict[str, Any] = {
+        "title": outcome.scenario.scenario,
+        "tags": outcome.scenario.tags,
+        "rounds": outcome.rounds,
+        "model_calls": outcome.model_calls,
+        "duration_s": round(outcome.duration, 6),
+        "result": outcome.result if _jsonable(outcome.result) else repr(outcome.result),
+        "error": outcome.error_text,
+        "crash": outcome.crash if not verdict.passed else None,
+        "failures": [
+            {"title": f.title, "where": f.where, "detail": f.detail} for f in verdict.failures
+        ],
+        "trace": outcome.trace,
+    }
+    data.update(expectation_checks(verdict))  # trajectory: [...], properties: [...]
+    # plain JSON now (what is printed), not the run's own objects
+    return dict(json.loads(json.dumps(data, default=str)))
 
 
 def _jsonable(value: Any) -> bool:
@@ -119,6 +180,9 @@ def run_paths(
     provider: Callable[[], Any] | None = None,
     before_each: Callable[[Path], None] | None = None,
     on_skip: Callable[[Path, str], None] | None = None,
+    keep: Collection[str] = (),
+    keep_verdicts: bool = False,
+    on_checked: Callable[[ScenarioResult, Verdict], None] | None = None,
 ) -> list[ScenarioResult]:
     """Load and run every scenario under ``paths``; ``keyword`` keeps those whose title or
     path contains it, ``tags`` those with any of the tags given (``"not TAG"`` drops those
@@ -129,7 +193,17 @@ def run_paths(
     under a folder that is not a scenario (a cassette) and is left alone. Files that do not
     load are always reported; the Python a file names is imported only when it runs, after
     the filters (a file filtered out imports nothing), and one whose Python does not import,
-    or is refused, is reported as a file that does not load."""
+    or is refused, is reported as a file that does not load.
+
+    Each result keeps a :class:`RunSummary` of its run, and only what ``keep`` names:
+    ``"json"`` its ``--json`` object, ``"report"`` its report record; ``keep_verdicts``
+    keeps each whole :class:`~openprogram_sim.play.Verdict` too (its scenario, outcome and
+    trace: memory grows with the files). ``on_checked(result, verdict)`` is called with
+    each run once it is checked, before its verdict is let go (``--trace-out`` writes
+    there)."""
+    unknown = set(keep) - {"json", "report"}
+    if unknown:
+        raise ValueError(f"run_paths(keep=): unknown {sorted(unknown)}; known: json, report")
     files = discover(list(paths), on_skip=on_skip)
     base = Path.cwd().resolve()
     results: list[ScenarioResult] = []
@@ -156,7 +230,22 @@ def run_paths(
         except KeyboardInterrupt:  # Ctrl-C (or a tool raising it): stop, report what ran
             results.append(ScenarioResult(file, interrupted=True))
             break
-        results.append(ScenarioResult(file, verdict=check_outcome(outcome)))
+        verdict = check_outcome(outcome)
+        del outcome
+        result = ScenarioResult(
+            file, summary=RunSummary.of(verdict), verdict=verdict if keep_verdicts else None
+        )
+        if "json" in keep:
+            result.json_data = _json_data(verdict)
+        if "report" in keep:
+            from openprogram_sim.report import scenario_record
+
+            shown = _relative(file, base)
+            result.record = scenario_record(verdict, id=shown, path=shown)
+        if on_checked is not None:
+            on_checked(result, verdict)
+        del verdict  # what is kept of it is the summary (and what keep asked for)
+        results.append(result)
         progress.update(i + 1)
     progress.close()
     return results
@@ -180,16 +269,13 @@ def _line(result: ScenarioResult, base: Path, width: int = 0) -> str:
     path = _relative(result.path, base).ljust(width)
     if result.load_error is not None:
         return f"ERROR {path}  (could not load: {len(result.load_error.issues)} problem(s))"
-    if result.verdict is None:
+    run = result.summary
+    if run is None:
         reason = "KeyboardInterrupt (Ctrl-C): this run and the files after it did not finish"
         return f"INTERRUPTED {path}  ({reason})"
-    outcome = result.verdict.outcome
     mark = {"passed": "PASS ", "failed": "FAIL ", "error": "ERROR"}[result.status]
-    rounds = f"{outcome.rounds} round{'s' if outcome.rounds != 1 else ''}"
-    return (
-        f"{mark} {path}  {rounds:>9}  {outcome.duration * 1000:7.1f} ms  "
-        f"{outcome.scenario.scenario}"
-    )
+    rounds = f"{run.rounds} round{'s' if run.rounds != 1 else ''}"
+    return f"{mark} {path}  {rounds:>9}  {run.duration * 1000:7.1f} ms  {run.title}"
 
 
 def _relative(path: Path, base: Path) -> str:
@@ -211,12 +297,12 @@ def _print_text(results: list[ScenarioResult], elapsed: float, out: TextIO) -> N
         if result.load_error is not None:
             for issue in result.load_error.issues:
                 print(f"  {issue}", file=out)
-        elif result.verdict is not None:
-            print(f"  {result.verdict.outcome.scenario.scenario}", file=out)
-            crash = result.verdict.outcome.crash
+        elif result.summary is not None:
+            print(f"  {result.summary.title}", file=out)
+            crash = result.summary.crash
             if crash is not None:
                 print(f"  the run crashed: {crash}", file=out)
-            for failure in result.verdict.failures:
+            for failure in result.summary.failures:
                 print(f"\n- {failure.title}", file=out)
                 for line in failure.explained.splitlines():
                     print(f"  {line}", file=out)
@@ -241,6 +327,8 @@ def command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openprogram-sim: {exc}", file=sys.stderr)
         return 2
+    traces = _TraceWriter(trace_out)
+    keep = (["json"] if args.json else []) + (["report"] if args.report else [])
     try:
         results = run_paths(
             args.paths or ["scenarios"],
@@ -250,6 +338,9 @@ def command(args: argparse.Namespace) -> int:
             provider=provider,
             before_each=coverage.before_each if coverage is not None else None,
             on_skip=_print_skipped if args.verbose else None,
+            keep=keep,
+            keep_verdicts=coverage is not None,  # RunCoverage reads each run's verdict
+            on_checked=traces.write if trace_out is not None else None,
         )
     except ScenarioError as exc:
         if coverage is not None:
@@ -259,23 +350,13 @@ def command(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     behaviours = coverage.measure(results) if coverage is not None else None
     if args.json:
-        summary = {s: sum(1 for r in results if r.status == s) for s in _STATUSES}
-        payload = {"summary": {**summary, "total": len(results), "duration_s": elapsed},
-                   "scenarios": [r.to_json() for r in results]}  # fmt: skip
-        if coverage is not None:
-            payload.update(coverage.json(behaviours))
-        # what the model and the tools said reaches a CI log: scrubbed as a cassette is
-        from openprogram_sim.cassettes import Scrubber, known_secrets
-
-        payload = Scrubber(known_secrets()).value(json.loads(json.dumps(payload, default=str)))
-        json.dump(payload, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(results, elapsed, coverage.json(behaviours) if coverage is not None else {})
     else:
         _print_text(results, elapsed, sys.stdout)
     floor = 0
     if coverage is not None:
         floor = coverage.finish(behaviours, results, text=not args.json, out=sys.stdout)
-    if not _write_traces(results, trace_out):
+    if not traces.finish():
         return 2
     if args.report:
         tools = coverage.tools if coverage is not None and coverage.code is not None else None
@@ -284,6 +365,68 @@ def command(args: argparse.Namespace) -> int:
         print("openprogram-sim: no scenario files found", file=sys.stderr)
         return 2
     return _exit_code(results, floor)
+
+
+def _print_json(results: list[ScenarioResult], elapsed: float, extra: dict[str, Any]) -> None:
+    """The ``--json`` payload on stdout, one scenario at a time (each scrubbed as a cassette
+    is: what the model and the tools said reaches a CI log), as ``json.dump(indent=2)``
+    would print the whole."""
+    from openprogram_sim.cassettes import Scrubber, known_secrets
+
+    scrub = Scrubber(known_secrets())
+    summary = {s: sum(1 for r in results if r.status == s) for s in _STATUSES}
+    head = {"summary": {**summary, "total": len(results), "duration_s": elapsed}}
+    out = sys.stdout
+    text = json.dumps(scrub.value(plain_json(head)), indent=2)
+    out.write(text[:-2] + ',\n  "scenarios": [')  # the object left open after "summary"
+    for i, result in enumerate(results):
+        item = json.dumps(scrub.value(plain_json(result.to_json())), indent=2)
+        out.write(("," if i else "") + "\n    " + item.replace("\n", "\n    "))
+    out.write("\n  ]" if results else "]")
+    for key, value in scrub.value(plain_json(extra)).items():
+        value_text = json.dumps(value, indent=2).replace("\n", "\n  ")
+        out.write(f",\n  {json.dumps(key)}: {value_text}")
+    out.write("\n}\n")
+
+
+def plain_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class _TraceWriter:
+    """``--trace-out``: each run's trace (and spans) written as soon as it is checked; the
+    first file that cannot be written stops it, said on stderr at the end."""
+
+    def __init__(self, out: TraceOut | None) -> None:
+        self.out = out
+        self.count = 0
+        self.error: OSError | None = None
+        self.base = Path.cwd().resolve()
+
+    def write(self, result: ScenarioResult, verdict: Verdict) -> None:
+        if self.out is None or self.error is not None:
+            return
+        try:
+            path = _relative(result.path, self.base)
+            self.count += len(self.out.write_outcome(verdict.outcome, path=path))
+        except OSError as exc:
+            self.error = exc
+
+    def finish(self) -> bool:
+        """Say what was written; False when a file could not be."""
+        out = self.out
+        if out is None:
+            return True
+        if self.error is not None:
+            print(
+                f"openprogram-sim: --trace-out {out.folder}: cannot write: {self.error}",
+                file=sys.stderr,
+            )
+            return False
+        print(
+            f"openprogram-sim: {self.count} trace file(s) written to {out.folder}", file=sys.stderr
+        )
+        return True
 
 
 def _trace_out(folder: str | None, otel: bool) -> TraceOut | None:
@@ -296,28 +439,6 @@ def _trace_out(folder: str | None, otel: bool) -> TraceOut | None:
     if otel:
         require_sdk("--otel")
     return TraceOut(Path(folder), otel=otel)
-
-
-def _write_traces(results: list[ScenarioResult], out: TraceOut | None) -> bool:
-    """Each run's trace (and spans) into ``out`` (if given); False, said on stderr, when a
-    file cannot be written."""
-    if out is None:
-        return True
-    base = Path.cwd().resolve()
-    count = 0
-    for result in results:
-        if result.verdict is None:  # did not load, or interrupted: no run to write
-            continue
-        path = _relative(result.path, base)
-        try:
-            count += len(out.write_outcome(result.verdict.outcome, path=path))
-        except OSError as exc:
-            print(
-                f"openprogram-sim: --trace-out {out.folder}: cannot write: {exc}", file=sys.stderr
-            )
-            return False
-    print(f"openprogram-sim: {count} trace file(s) written to {out.folder}", file=sys.stderr)
-    return True
 
 
 def _exit_code(results: list[ScenarioResult], floor: int) -> int:
@@ -355,6 +476,8 @@ def _write_report(
         path = _relative(result.path, base)
         if result.load_error is not None:
             records.append(invalid_record(result.load_error, id=path, path=path))
+        elif result.record is not None:
+            records.append(result.record)
         elif result.verdict is not None:
             records.append(scenario_record(result.verdict, id=path, path=path))
     written = write_report(
