@@ -126,11 +126,17 @@ class Delivering:
 
     async def _run(self) -> None:
         d, response = self.d, self.d.response
-        for step in d.steps():
+        steps = list(d.steps())
+        for i, step in enumerate(steps):
             if isinstance(step, list):
                 # A step's chunks in one write, as a server writes a reply that is ready
-                # (the client reads the same bytes; with `interval`, each chunk is a step).
-                await self._write(b"".join(step))
+                # (the client reads the same bytes; with `interval`, each chunk is a step);
+                # the last chunks and the body's end in one write (one send, not two).
+                data = b"".join(step)
+                if i + 1 < len(steps) and steps[i + 1] is Step.END:
+                    await self.send({"type": "http.response.body", "body": data})
+                    return
+                await self._write(data)
             elif step is Step.HEAD:
                 length = len(response.body) if d.whole else None
                 start = {"type": "http.response.start", "status": response.status}

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -164,19 +167,68 @@ def encode(
     """
     _check_api(api)
     turn = Turn.coerce(turn)
-    plan = _plan(
-        api,
-        turn,
-        stream=stream,
-        model=model,
-        seq=seq,
-        chunk_size=chunk_size,
-        error_status=error_status,
-        error_mode=error_mode,
-    )
+    key = (api, id(turn), stream, model, chunk_size, error_status, error_mode)
+    with _LOCK:  # servers in several threads share the templates
+        kept = _TEMPLATES.get(key)
+        if kept is not None:
+            _TEMPLATES.move_to_end(key)
+    if kept is not None and kept[0] is turn and kept[1] == turn:
+        template = kept[2]
+        if template is not None:
+            return _stamped(template, seq)
+    options = dict(
+        stream=stream, model=model, chunk_size=chunk_size,
+        error_status=error_status, error_mode=error_mode,
+    )  # fmt: skip
+    response = _encode(api, turn, seq=seq, **options)
+    if kept is None or kept[0] is not turn or kept[1] != turn:
+        entry = (turn, copy.deepcopy(turn), _template(api, turn, options))
+        with _LOCK:
+            _TEMPLATES[key] = entry
+            if len(_TEMPLATES) > _KEPT_TEMPLATES:
+                _TEMPLATES.popitem(last=False)
+    return response
+
+
+def _encode(api: str, turn: Turn, *, seq: int, **options: Any) -> WireResponse:
+    plan = _plan(api, turn, seq=seq, **options)
     if plan.error is not None and not plan.in_stream_error:
-        return error_response(api, error_status, plan.error)
-    return ENCODERS[api](plan, stream=stream)
+        return error_response(api, options["error_status"], plan.error)
+    return ENCODERS[api](plan, stream=options["stream"])
+
+
+# A turn is encoded once per (API, options) as a template: the response with a marker
+# where the request's number goes (ids like ``chatcmpl-wire7``), stamped with each
+# request's number (a bytes replace per chunk). A template is kept only when stamping it
+# gives exactly what encoding does (checked once, against a number of another length):
+# never for Bedrock's binary frames, whose lengths and checksums depend on the number, nor
+# for a turn whose text holds the marker. The turn is kept with a copy of it, so a turn
+# changed in place is encoded again.
+_MARK = 9_081_726_354
+_CHECK = 37
+_KEPT_TEMPLATES = 512
+"""Templates kept (least recently used dropped first): per turn of a script, API and
+model its clients name."""
+_TEMPLATES: OrderedDict[tuple[Any, ...], tuple[Turn, Turn, WireResponse | None]] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def _template(api: str, turn: Turn, options: dict[str, Any]) -> WireResponse | None:
+    """``turn``'s response with :data:`_MARK` for the request's number, or ``None`` when
+    stamping it would not give what encoding gives."""
+    template = _encode(api, turn, seq=_MARK, **options)
+    if _stamped(template, _CHECK) != _encode(api, turn, seq=_CHECK, **options):
+        return None
+    return template
+
+
+def _stamped(template: WireResponse, seq: int) -> WireResponse:
+    mark, number = str(_MARK).encode(), str(seq).encode()
+    return WireResponse(
+        template.status,
+        dict(template.headers),
+        [chunk.replace(mark, number) for chunk in template.chunks],
+    )
 
 
 def as_carried(

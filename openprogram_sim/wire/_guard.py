@@ -5,6 +5,7 @@ and ``accept()`` failing for want of file descriptors (logged once, counted afte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import json
 import logging
@@ -12,21 +13,29 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+try:  # the fast extra (httptools); the h11 protocol serves without it
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # pragma: no cover - depends on the install
+    HttpToolsProtocol = None  # type: ignore[assignment,misc]
+
 from openprogram_sim.wire._app import CLOSE, FULL
 
 __all__ = [
+    "Acceptor",
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_KEEP_ALIVE",
     "DEFAULT_MAX_CONNECTIONS",
     "Guard",
+    "Guarded",
     "GuardedH11",
+    "GuardedHttptools",
     "Listener",
 ]
 
@@ -129,7 +138,7 @@ class Guard:
         if self.state is None:
             return
         for connection in list(self.state.connections):
-            if isinstance(connection, GuardedH11) and connection.idle_for(now) >= _SHED_IDLE:
+            if isinstance(connection, Guarded) and connection.idle_for(now) >= _SHED_IDLE:
                 connection.shed()
 
     def _accept_line(self, exc: BaseException | None) -> str:
@@ -184,13 +193,21 @@ def _fd_limit() -> str:
     return "" if soft == resource.RLIM_INFINITY else f" ({soft})"
 
 
-class GuardedH11(H11Protocol):
-    """uvicorn's h11 protocol under the guard's limits: a connection that has not sent a
-    whole request head ``header_timeout`` seconds after it opened (or after its previous
-    answer) is closed, with a 408 when part of a head came; one still sending a body after
-    its answer went out (a body the app did not read) has ``body_timeout`` seconds to
-    finish; a request past the connection cap is marked :data:`FULL` for the app. (uvicorn
-    has no head timeout: its ``timeout_keep_alive`` starts only after an answer.)"""
+if TYPE_CHECKING:
+    _Protocol = H11Protocol  # what the mixin's methods see of the protocol below it
+else:
+    _Protocol = object
+
+
+class Guarded(_Protocol):
+    """One of uvicorn's HTTP/1.1 protocols under the guard's limits: a connection that has
+    not sent a whole request head ``header_timeout`` seconds after it opened (or after its
+    previous answer) is closed, with a 408 when part of a head came; one still sending a
+    body after its answer went out (a body the app did not read) has ``body_timeout``
+    seconds to finish; a request past the connection cap is marked :data:`FULL` for the
+    app. (uvicorn has no head timeout: its ``timeout_keep_alive`` starts only after an
+    answer.) Mixed into :class:`GuardedH11` (pure Python) and :class:`GuardedHttptools`
+    (the ``fast`` extra), which say where the client's request stands."""
 
     def __init__(
         self,
@@ -212,6 +229,15 @@ class GuardedH11(H11Protocol):
         """When the connection started to wait for a request head (``None``: not now)."""
         self._drain_timer: asyncio.TimerHandle | None = None
         self._lingering = False
+
+    if TYPE_CHECKING:  # each protocol's own (GuardedH11, GuardedHttptools)
+
+        def _awaiting_head(self) -> bool:
+            """No whole request head has come since the last answer (or since the
+            connection opened): the head timer runs."""
+
+        def _sending_body(self) -> bool:
+            """The client is still sending the current request's body."""
 
     async def _mark(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         message = self.guard.full(self.server_state)
@@ -276,16 +302,16 @@ class GuardedH11(H11Protocol):
             self._head_timer = _cancel(self._head_timer)
             self._drain_timer = _cancel(self._drain_timer)
             return
-        theirs = self.conn.their_state
         head_timeout = self.guard.header_timeout
-        if theirs is not h11.IDLE:
+        if not self._awaiting_head():
             self._head_timer = _cancel(self._head_timer)
             self._waiting_since = None
         elif self._waiting_since is None:
             self._waiting_since, self._head_bytes = time.monotonic(), 0
             if head_timeout is not None:
                 self._head_timer = self.loop.call_later(head_timeout, self._head_late)
-        unread = theirs is h11.SEND_BODY and self.cycle is not None and self.cycle.response_complete
+        cycle = self.cycle
+        unread = cycle is not None and cycle.response_complete and self._sending_body()
         body_timeout = self.guard.body_timeout
         if not unread:
             self._drain_timer = _cancel(self._drain_timer)
@@ -307,7 +333,7 @@ class GuardedH11(H11Protocol):
 
     def _head_late(self) -> None:
         self._head_timer = None
-        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+        if self.transport.is_closing() or not self._awaiting_head():
             return
         timeout = self.guard.header_timeout
         if self._head_bytes:
@@ -334,6 +360,53 @@ class GuardedH11(H11Protocol):
             f"was still sending a request body {timeout:g} s after its answer (body_timeout)"
         )
         self._linger()
+
+
+class GuardedH11(Guarded, H11Protocol):
+    """uvicorn's h11 protocol (pure Python, the default install) under the guard."""
+
+    def _awaiting_head(self) -> bool:
+        return self.conn.their_state is h11.IDLE
+
+    def _sending_body(self) -> bool:
+        return self.conn.their_state is h11.SEND_BODY
+
+
+_IDLE, _BODY, _DONE = 0, 1, 2
+"""Where a client's request stands on an httptools connection (h11's IDLE, SEND_BODY,
+DONE): waiting for a whole head, sending the body, sent (until its answer ends)."""
+
+if HttpToolsProtocol is not None:
+
+    class GuardedHttptools(Guarded, HttpToolsProtocol):  # type: ignore[misc]
+        """uvicorn's httptools protocol (the ``fast`` extra) under the guard. httptools
+        keeps no request state of its own to read, so the parser's callbacks keep it."""
+
+        _theirs = _IDLE
+
+        def _awaiting_head(self) -> bool:
+            return self._theirs == _IDLE
+
+        def _sending_body(self) -> bool:
+            return self._theirs == _BODY
+
+        def on_headers_complete(self) -> None:
+            self._theirs = _BODY
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            cycle = self.cycle
+            # a body that ends after its answer: the next request's head is awaited now
+            self._theirs = _IDLE if cycle is not None and cycle.response_complete else _DONE
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            if self._theirs == _DONE:
+                self._theirs = _IDLE
+            super().on_response_complete()
+
+else:  # pragma: no cover - the fast extra is not installed
+    GuardedHttptools = None  # type: ignore[assignment,misc]
 
 
 def _cancel(timer: asyncio.TimerHandle | None) -> asyncio.TimerHandle | None:
@@ -375,3 +448,53 @@ class Listener(socket.socket):
 
     def _clear(self) -> None:
         self._refusing = False
+
+
+class Acceptor:
+    """Accepts the listening socket's connections in Python, as asyncio's own loop does,
+    for loops that accept in C (uvloop): there, when accept() fails for want of
+    descriptors, libuv accepts each queued connection and closes it at once, so the
+    clients waiting in the queue are dropped. Here a refused accept is handed to the guard
+    (counted, idle connections shed) and tried again a second later, while the queue
+    waits. Quacks like the ``asyncio.Server`` uvicorn keeps (``close``, ``wait_closed``)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sock: socket.socket,
+        protocol: Callable[[], asyncio.Protocol],
+        guard: Guard,
+    ) -> None:
+        self.loop = loop
+        self.sock = sock
+        self.protocol = protocol
+        self.guard = guard
+        self._task = loop.create_task(self._accept())
+
+    async def _accept(self) -> None:
+        loop, sock = self.loop, self.sock
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(sock)
+            except OSError as exc:
+                if exc.errno in _OUT_OF_RESOURCES:
+                    self.guard.accept_refused(exc)
+                    await asyncio.sleep(1.0)  # as asyncio waits before it tries again
+                    continue
+                if sock.fileno() < 0:
+                    return  # the listener was closed: the server is stopping
+                raise
+            conn.setblocking(False)
+            if conn.family in (socket.AF_INET, socket.AF_INET6):
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                await loop.connect_accepted_socket(self.protocol, conn)
+            except OSError:  # the client left before its transport was made
+                conn.close()
+
+    def close(self) -> None:
+        self._task.cancel()
+
+    async def wait_closed(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task

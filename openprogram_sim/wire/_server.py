@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import importlib.util
 import logging
 import os
 import socket
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import uvicorn
 
@@ -34,8 +35,10 @@ from openprogram_sim.wire._guard import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_KEEP_ALIVE,
     DEFAULT_MAX_CONNECTIONS,
+    Acceptor,
     Guard,
     GuardedH11,
+    GuardedHttptools,
     Listener,
 )
 from openprogram_sim.wire._scripted import WireRequest
@@ -50,7 +53,78 @@ from openprogram_sim.wire._session import (
 if TYPE_CHECKING:
     from openprogram.providers import Provider
 
-__all__ = ["ReportWriter", "ServeReport", "WireServer", "serve"]
+__all__ = [
+    "FAST_EXTRA",
+    "STACK_VARIABLE",
+    "ReportWriter",
+    "ServeReport",
+    "Stack",
+    "StackChoice",
+    "WireServer",
+    "pick_stack",
+    "serve",
+]
+
+Stack = Literal["auto", "fast", "pure"]
+"""What the server runs on: ``pure`` asyncio's loop and the h11 parser (pure Python, the
+default install); ``fast`` uvloop's loop and the httptools parser (the ``fast`` extra,
+``pip install 'openprogram[fast]'``); ``auto`` fast when both are installed, else pure."""
+
+FAST_EXTRA = "pip install 'openprogram[fast]'"
+STACK_VARIABLE = "OPENPROGRAM_SIM_STACK"
+"""Set to ``pure`` or ``fast`` to choose the stack of every server started with
+``stack="auto"`` (the default), ``openprogram-sim serve`` included."""
+
+
+@dataclass(frozen=True, slots=True)
+class StackChoice:
+    """The event loop and HTTP protocol a server runs on, and how to say so."""
+
+    loop: str
+    """uvicorn's ``loop`` setting (``asyncio``, ``uvloop``)."""
+    protocol: type
+    """The guarded protocol class (:class:`GuardedH11`, :class:`GuardedHttptools`)."""
+    plain: type
+    """uvicorn's own protocol for the same parser (what a plain uvicorn app runs)."""
+    label: str
+    """e.g. ``uvloop + httptools`` or ``asyncio + h11 (pure Python; ...)``."""
+
+
+def _fast_missing() -> str | None:
+    """Why the fast stack cannot run here (``None``: it can)."""
+    missing = [name for name in ("uvloop", "httptools") if importlib.util.find_spec(name) is None]
+    if GuardedHttptools is None and "httptools" not in missing:
+        missing.append("httptools")
+    return ", ".join(missing) or None
+
+
+def pick_stack(stack: Stack = "auto") -> StackChoice:
+    """The loop and protocol for ``stack`` (see :data:`Stack`); ``auto`` takes
+    ``$OPENPROGRAM_SIM_STACK`` (``pure``, ``fast``) when it is set."""
+    if stack not in ("auto", "fast", "pure"):
+        raise ValueError(f"stack must be 'auto', 'fast' or 'pure', got {stack!r}")
+    if stack == "auto":
+        chosen = os.environ.get(STACK_VARIABLE, "").strip() or "auto"
+        if chosen not in ("auto", "fast", "pure"):
+            raise ValueError(
+                f"{STACK_VARIABLE}={chosen!r} is not a stack: use 'pure' (asyncio + h11), "
+                "'fast' (uvloop + httptools) or 'auto', or unset it"
+            )
+        stack = chosen  # type: ignore[assignment]
+    missing = _fast_missing()
+    if stack == "fast" and missing is not None:
+        raise ValueError(
+            f"stack='fast' needs uvloop and httptools ({missing} not installed): {FAST_EXTRA}"
+        )
+    if stack == "pure" or missing is not None:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        hint = "" if stack == "pure" else f"; {FAST_EXTRA} for uvloop + httptools"
+        return StackChoice("asyncio", GuardedH11, H11Protocol, f"asyncio + h11 (pure Python{hint})")
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    return StackChoice("uvloop", GuardedHttptools, HttpToolsProtocol, "uvloop + httptools")
+
 
 _SDK_PATH = {
     "openai": "/v1",
@@ -106,8 +180,23 @@ class _Uvicorn(uvicorn.Server):
                 loop.call_soon_threadsafe(wake.set)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        asyncio.get_running_loop().set_exception_handler(self.guard.loop_exception)
-        await super().startup(sockets)
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(self.guard.loop_exception)
+        if sockets is None or type(loop).__module__.split(".")[0] != "uvloop":
+            await super().startup(sockets)
+            return
+        # uvloop accepts in C and drops the queued connections when descriptors run out:
+        # accept in Python instead (the guard's Acceptor), the rest as uvicorn starts
+        config = self.config
+
+        def protocol() -> asyncio.Protocol:
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=self.server_state,
+                app_state=self.lifespan.state, _loop=loop,
+            )  # fmt: skip
+
+        self.servers = [Acceptor(loop, sock, protocol, self.guard) for sock in sockets]  # type: ignore[misc]
+        self.started = True
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.wire_app.stop()
@@ -183,6 +272,7 @@ class WireServer:
     at most ``max_connections`` connections are served at once (see :func:`serve`).
     ``details`` is what each session's report keeps of its whole trace (see :func:`serve`);
     :meth:`check` hands its report to writers (``write=``: the HTML report, JUnit).
+    ``stack`` picks the loop and HTTP parser (see :func:`serve`; :attr:`stack` says which).
     """
 
     def __init__(
@@ -203,8 +293,10 @@ class WireServer:
         body_min_rate: int | None = DEFAULT_BODY_MIN_RATE,
         max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
         details: TraceDetails | None = None,
+        stack: Stack = "auto",
     ) -> None:
         refuse_scenario(turns, "WireServer()")
+        choice = pick_stack(stack)
         if details is not None:
             check = _with_details(check, details)
         if header_timeout is not None and not header_timeout > 0:
@@ -223,11 +315,14 @@ class WireServer:
         self.host = host
         self._socket = _bind(host, port)
         self.port: int = self._socket.getsockname()[1]
+        self.stack: str = choice.label
+        """What the server runs on, e.g. ``uvloop + httptools`` (see :data:`Stack`)."""
         config = uvicorn.Config(
             self.app,
-            # uvicorn's own h11 protocol with the slow-client limits it lacks; its
+            # uvicorn's own protocol with the slow-client limits it lacks; its
             # limit_concurrency answers in plain text, so the guard keeps the cap instead
-            http=functools.partial(GuardedH11, guard=self.guard),  # type: ignore[arg-type]
+            http=functools.partial(choice.protocol, guard=self.guard),  # type: ignore[arg-type]
+            loop=choice.loop,
             lifespan="off",
             log_config=None,
             access_log=False,
@@ -496,6 +591,7 @@ def serve(
     body_min_rate: int | None = DEFAULT_BODY_MIN_RATE,
     max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
     details: TraceDetails | None = None,
+    stack: Stack = "auto",
 ) -> Iterator[WireServer]:
     """Serve a script (a list of turns, each optionally with a ``wire:`` fault) on a real
     loopback port from a background thread::
@@ -536,6 +632,12 @@ def serve(
     what it returns is kept in the session's report (``SessionReport.details``):
     :func:`openprogram_sim.report.session_details` gives the trajectory's score and each
     property's verdict, which the HTML report shows.
+
+    ``stack`` is what it runs on: ``auto`` (the default) uvloop + httptools when both are
+    installed (the ``fast`` extra: ``pip install 'openprogram[fast]'``), else asyncio + h11
+    (pure Python), or what ``$OPENPROGRAM_SIM_STACK`` (``pure``, ``fast``) says; ``fast``
+    or ``pure`` asks for one (:attr:`WireServer.stack` says which).
+    The same limits, answers and reports on either.
     """
     refuse_scenario(turns, "serve()")
     server = WireServer(
@@ -543,6 +645,7 @@ def serve(
         session_ttl=session_ttl, max_sessions=max_sessions, max_body=max_body,
         header_timeout=header_timeout, body_timeout=body_timeout,
         body_min_rate=body_min_rate, max_connections=max_connections, details=details,
+        stack=stack,
     )  # fmt: skip
     server.start()
     try:

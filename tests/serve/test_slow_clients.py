@@ -2,7 +2,9 @@
 silent connection, a trickled request head and a trickled body are let go within their
 timeouts; a request past ``max_connections`` gets HTTP 503 in its API's error shape; with
 the file-descriptor limit used up, a refused ``accept()`` is logged once and the server
-answers again once idle connections are gone."""
+answers again once idle connections are gone. Every test runs on both stacks the server
+may pick: asyncio + h11 (the pure-Python default install) and uvloop + httptools (the
+``fast`` extra; skipped when it is not installed)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,20 @@ import pytest
 from serve_support import read_banner
 
 from openprogram_sim.cli import serve as cli
-from openprogram_sim.wire import WireServer, _app, _guard, serve
+from openprogram_sim.wire import WireServer, _app, _guard, _server, serve
+
+
+@pytest.fixture(autouse=True, params=["pure", "fast"])
+def stack(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The stack every server of the test runs on (the CLI's subprocess included: it
+    inherits the variable)."""
+    if request.param == "fast" and _server._fast_missing() is not None:
+        pytest.skip(f"the fast extra is not installed ({_server._fast_missing()})")
+    monkeypatch.setenv(_server.STACK_VARIABLE, request.param)
+    expected = "uvloop + httptools" if request.param == "fast" else "asyncio + h11"
+    assert _server.pick_stack().label.startswith(expected)
+    return str(request.param)
+
 
 HI = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 SCRIPT = ["Hello.", "Again."]
