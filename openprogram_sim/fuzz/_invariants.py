@@ -42,6 +42,8 @@ def steering_triggers(scenario: Any, trace: list[dict[str, Any]]) -> list[tuple[
     """``(trace index, text)`` of each steering message the scenario queued: after the
     N-th ``tool_execution_end`` (any depth) or the depth-0 ``turn_end`` of round N; every
     entry at one point, in file order."""
+    if not scenario.steering:
+        return []  # nothing queued: no trace to read
     by_tool: dict[int, list[str]] = {}
     by_round: dict[int, list[str]] = {}
     for s in scenario.steering:

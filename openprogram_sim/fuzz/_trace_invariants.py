@@ -319,23 +319,35 @@ class _Checker:
 def _plain_json(value: Any) -> bool:
     """Whether ``value`` is built only of dicts with str keys, lists, str, int, bool, None
     and floats other than NaN: what a JSON round trip gives back unchanged (a quick walk,
-    a few times faster than the round trip; anything else is left to the round trip)."""
+    a few times faster than the round trip; anything else is left to the round trip).
+
+    Each container's members are looked at where they are met: the scalars (nearly every
+    value of a trace) are never put on the walk's stack, and a dict's keys are checked in
+    one pass over the set of their types."""
     stack = [value]
     while stack:
         item = stack.pop()
         kind = type(item)
         if kind is dict:
-            if any(type(key) is not str for key in item):
+            if item and set(map(type, item)) != _STR_ONLY:
                 return False
-            stack.extend(item.values())
+            members = item.values()
         elif kind is list:
-            stack.extend(item)
-        elif kind is float:
-            if item != item:  # NaN
+            members = item
+        else:
+            members = (item,)
+        for member in members:
+            kind = type(member)
+            if kind is str or kind is int or kind is bool or member is None:
+                continue
+            if kind is dict or kind is list:
+                stack.append(member)
+            elif kind is not float or member != member:  # anything else, or NaN
                 return False
-        elif not (kind is str or kind is int or kind is bool or item is None):
-            return False
     return True
+
+
+_STR_ONLY = {str}
 
 
 def check_trace(trace: list[dict[str, Any]], *, cap_for: CapFor | None = None) -> list[str]:

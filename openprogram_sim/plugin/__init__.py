@@ -216,6 +216,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         if reason is not None:
             state.skipped.append((file_path, reason))
             return None
+    state.resolved[file_path] = real
     file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
     return file
 

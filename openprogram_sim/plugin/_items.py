@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from openprogram_sim.plugin._trace_out import write_trace
+from openprogram_sim.plugin._trace_out import TRACE_OUT, write_trace
 
 if TYPE_CHECKING:
     from openprogram_sim.errors import ScenarioError
@@ -45,6 +45,8 @@ class State:
         self.collected: set[Path] = set()
         """Scenario files already collected, resolved: a folder reached again through a
         link (a link loop) does not collect its files twice."""
+        self.resolved: dict[Path, Path] = {}
+        """Each collected scenario file's path, resolved once (as pytest gave it → real)."""
         self.skipped: list[tuple[Path, str]] = []
         """Files under the roots left alone, with why (a cassette), for ``-v``."""
         self.base = config.invocation_params.dir.resolve()
@@ -109,7 +111,8 @@ def display_path(config: pytest.Config, path: Path) -> str:
     state = config.stash.get(STATE, None)
     base = state.base if state is not None else config.invocation_params.dir.resolve()
     try:
-        return path.resolve().relative_to(base).as_posix()
+        real = state.resolved.get(path) if state is not None else None
+        return (real or path.resolve()).relative_to(base).as_posix()
     except (ValueError, OSError, RuntimeError):
         return str(path)
 
@@ -174,15 +177,16 @@ class ScenarioItem(pytest.Item):
     def _check_fixture_names(self) -> None:
         """A fixture the scenario names that pytest does not know fails the item with the
         file's line and a did-you-mean, not pytest's error about a function's source."""
-        import difflib
-
         known = self._fixtureinfo.name2fixturedefs
-        manager = self.session._fixturemanager
-        visible = getattr(manager, "_get_all_fixture_defs_for_node", None)  # pytest internals
-        every = sorted({d.argname for d in visible(self)} if visible is not None else known)
         for i, name in enumerate(self.wanted):
             if name in known:
                 continue
+            import difflib
+
+            # only for the error: every fixture visible here (walking them costs each item)
+            manager = self.session._fixturemanager
+            visible = getattr(manager, "_get_all_fixture_defs_for_node", None)  # internals
+            every = sorted({d.argname for d in visible(self)} if visible is not None else known)
             close = difflib.get_close_matches(name, every, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             where = self.scenario.where("fixtures", i) if self.scenario is not None else ""
@@ -204,7 +208,8 @@ class ScenarioItem(pytest.Item):
         except ScenarioError as exc:
             raise ScenarioNotRun(exc) from None
         self.verdict = verdict = check_outcome(outcome)
-        write_trace(self.config, display_path(self.config, self.path), outcome)
+        if TRACE_OUT in self.config.stash:  # the path as shown only when a trace is written
+            write_trace(self.config, display_path(self.config, self.path), outcome)
         for key, value in scenario_props(verdict).items():
             self.user_properties.append((key, value))
         # the trajectory's score and each rule's verdict, passed or not (JUnit <property>)
