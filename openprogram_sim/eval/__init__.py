@@ -93,3 +93,8 @@ __all__ = [
     "write_eval_report",
     "write_regressions",
 ]
+
+for _value in [globals()[_n] for _n in __all__]:
+    if isinstance(_value, type) and _value.__module__.startswith(f"{__name__}._"):
+        _value.__module__ = __name__  # the public module users see in reprs
+del _value
