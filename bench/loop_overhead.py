@@ -6,7 +6,8 @@ streaming the reply through its events, validating arguments, running the tool, 
 result back. Reported: microseconds per round, the best of REPEATS batches (on a shared
 machine the fastest batch is the one least disturbed by other work) and the median, and
 each subject's ratio to the bare loop. The subjects' batches are interleaved (repeat r of
-every subject, then repeat r+1), so load on a shared machine lands on all of them alike.
+every subject, then repeat r+1), so load on a shared machine lands on all of them alike
+(pydantic-ai, a thousand times slower, runs its repeats after them).
 
     python bench/loop_overhead.py            # prints a table
     python bench/loop_overhead.py --json     # machine-readable
@@ -33,8 +34,8 @@ from openprogram_sim.models import ScriptedModel, Turn
 from openprogram_sim.trace import TraceRecorder
 
 ROUNDS = 10
-RUNS_PER_BATCH = 5
-REPEATS = 60
+RUNS_PER_BATCH = 10
+REPEATS = 40
 
 
 def add(a: int, b: int) -> int:
@@ -187,12 +188,14 @@ SUBJECTS: dict[str, Callable[[], Callable[[], Awaitable[int]] | None]] = {
 }
 
 FLOOR = "bare hand-written loop"
+PEERS = ("pydantic-ai Agent.run (FunctionModel)",)
 
 
 async def measure() -> dict[str, list[float]]:
     """Every subject's batches, interleaved: repeat r of each subject runs right after
     repeat r of the one before it, so a burst of load on the shared machine hits them all
-    alike and the ratios of one repeat compare like with like."""
+    alike and the ratios of one repeat compare like with like (the peer, pydantic-ai, runs
+    its repeats after them)."""
     runs = {}
     for name, make in SUBJECTS.items():
         run = make()
@@ -201,8 +204,14 @@ async def measure() -> dict[str, list[float]]:
             assert rounds == ROUNDS, f"{name}: expected {ROUNDS} rounds, got {rounds}"
             runs[name] = run
     samples: dict[str, list[float]] = {name: [] for name in runs}
+    peers = {name: runs.pop(name) for name in PEERS if name in runs}
     for _ in range(REPEATS):
         for name, run in runs.items():
+            samples[name].append(await _batch(run))
+    # The peer runs on its own afterwards: a batch of it takes a thousand times one of the
+    # bare loop, and the caches it leaves cold would land on whichever subject came next.
+    for name, run in peers.items():
+        for _ in range(REPEATS):
             samples[name].append(await _batch(run))
     return samples
 

@@ -212,6 +212,7 @@ class _Run:
         "new_messages",
         "parent_run_id",
         "position",
+        "reply_calls",
         "round",
         "run_id",
         "task",
@@ -248,6 +249,9 @@ class _Run:
         """The tool calls of the open turn; ``turn_results`` answers them in order."""
         self.call_ids: set[str] | None = None
         """Every tool-call id in the history (built when a reply first has calls)."""
+        self.reply_calls: list[ToolCall] = []
+        """The tool calls of the last reply finalized, in order (found as their ids are
+        made unique)."""
         self.claimed: list[ToolCall] = []
         """Calls of the streaming reply whose ids were made unique as they started."""
         self.error: BaseException | None = None
@@ -509,7 +513,7 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             if message.stop_reason in ("error", "aborted"):
                 run.end_turn(message, [])
                 return _end(run, "error" if message.stop_reason == "error" else "aborted")
-            tool_calls = [c for c in message.content if isinstance(c, ToolCall)]
+            tool_calls = run.reply_calls  # the reply's calls, in order
             has_more_tool_calls = bool(tool_calls)
             steering: list[UserMessage] = []
             if tool_calls:
@@ -668,9 +672,12 @@ def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
     claimed = run.claimed
     if claimed:
         run.claimed = []
+    calls = run.reply_calls = []
     for block in message.content:
-        if isinstance(block, ToolCall) and not (claimed and any(block is c for c in claimed)):
-            _claim_call_id(run, block)
+        if isinstance(block, ToolCall):
+            calls.append(block)
+            if not (claimed and any(block is c for c in claimed)):
+                _claim_call_id(run, block)
 
 
 def _claim_call_id(run: _Run, block: ToolCall) -> None:
