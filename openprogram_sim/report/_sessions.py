@@ -165,6 +165,8 @@ def _props(report: SessionReport) -> dict[str, Any]:
     props["retries"] = sum(1 for r in report.rounds if r.get("retry_of") is not None)
     if report.disconnects:
         props["disconnects"] = report.disconnects
+    if report.requests_not_kept:
+        props["requests_not_kept"] = report.requests_not_kept
     if report.timeline_dropped:
         props["timeline"] = "not kept: the server's budget for ended sessions' timelines was spent"
     elif report.trace_dropped:
@@ -208,6 +210,7 @@ def session_record(report: SessionReport, *, scenario: str = "", path: str = "")
             "requests": report.requests,
             "trace_dropped": report.trace_dropped,
             "rounds_dropped": report.rounds_dropped,
+            "requests_not_kept": report.requests_not_kept,
         },
     }
 

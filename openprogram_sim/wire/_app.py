@@ -52,6 +52,7 @@ from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, json_te
 from openprogram_sim.wire._scripted import CREDENTIAL_HEADERS, mask_headers, mask_url
 from openprogram_sim.wire._session import (
     EndedSessions,
+    RequestBudget,
     RequestCheck,
     Session,
     SessionReport,
@@ -325,6 +326,9 @@ class WireApp:
         self.body_min_rate = body_min_rate
         self.full = 0
         """Requests refused with HTTP 503 because ``max_connections`` were open."""
+        self.budget = RequestBudget()
+        """What the live sessions keep between them (:data:`KEPT_LIVE_REQUESTS` requests,
+        :data:`KEPT_LIVE_BYTES` of bodies); a session that ends gives its share back."""
         self.ended = EndedSessions()
         """What is kept of sessions that ended (deleted or expired)."""
         self.refused = 0
@@ -397,7 +401,9 @@ class WireApp:
         if found is None:
             keep = self.keep_bodies if name is None else None
             script = self.script if name is None else self._scripts.pop(name, self.script)
-            found = Session(name, script, cycle=self.cycle, now=now, keep_bodies=keep)
+            found = Session(
+                name, script, cycle=self.cycle, now=now, keep_bodies=keep, budget=self.budget
+            )
             self._sessions[name] = found
             self._named += name is not None
         return found
@@ -461,6 +467,7 @@ class WireApp:
 
     def _ended(self, session: Session, state: SessionState) -> SessionReport:
         report = session.report(self.check, state)
+        session.release()
         self.ended.add(report)
         if self.log is not None:
             verdict = "PASS" if report.passed else f"FAIL {len(report.failures)} problem(s)"
@@ -786,7 +793,7 @@ class _ModelCall:
             body = None
         streams = isinstance(body, dict) and body.get("stream") is True
         stream = self.stream if self.stream is not None else streams
-        request = session.record(_recorded(scope, api, stream, body, raw))
+        request = session.record(_recorded(scope, api, stream, body, raw), raw)
         header = _key_in(scope, raw)
         if header is not None:
             session.key_in_body(request, header)

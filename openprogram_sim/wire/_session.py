@@ -45,10 +45,14 @@ from openprogram_sim.wire._trace import (
 )
 
 __all__ = [
+    "KEPT_ERRORS",
+    "KEPT_LIVE_BYTES",
+    "KEPT_LIVE_REQUESTS",
     "KEPT_ROUNDS",
     "KEPT_SESSIONS",
     "KEPT_TIMELINES_BYTES",
     "EndedSessions",
+    "RequestBudget",
     "RequestCheck",
     "Session",
     "SessionCheck",
@@ -60,6 +64,21 @@ __all__ = [
 KEPT_ROUNDS = 500
 """Model requests of one session whose facts (:attr:`SessionReport.rounds`) its report
 keeps; later ones are counted."""
+
+KEPT_LIVE_REQUESTS = 20_000
+"""Requests the live sessions of one server keep between them (each one's method, URL,
+headers, body as sent and what it was served: what :attr:`Session.requests`, the checks and
+the trace read). A session whose request finds the budget spent keeps none of its later
+requests: they are counted (:attr:`Session.not_kept`), left out of its checks and trace,
+and its report says so. A session that ends gives its share back."""
+
+KEPT_LIVE_BYTES = 64 * 1024 * 1024
+"""Bytes of request bodies (as sent) the live sessions of one server keep between them;
+past it, as past :data:`KEPT_LIVE_REQUESTS`."""
+
+KEPT_ERRORS = 100
+"""Failed requests of one session whose message it keeps (:attr:`Session.errors`); later
+ones are counted, and its report says how many."""
 
 KEPT_SESSIONS = 1000
 """Reports of ended sessions kept for the final report: the first ones to end, then failing
@@ -106,6 +125,77 @@ class SessionCheck:
 SessionState = Literal["live", "ended", "expired"]
 
 
+class RequestBudget:
+    """What the live sessions of one server may keep between them: ``requests`` requests
+    and ``bytes`` bytes of their bodies (:data:`KEPT_LIVE_REQUESTS`,
+    :data:`KEPT_LIVE_BYTES`; ``None``: no limit)."""
+
+    def __init__(
+        self, requests: int | None = KEPT_LIVE_REQUESTS, bytes: int | None = KEPT_LIVE_BYTES
+    ) -> None:
+        self.requests = requests
+        self.bytes = bytes
+        self.kept_requests = 0
+        self.kept_bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bool:
+        """Whether one more request of ``size`` body bytes may be kept (then counted)."""
+        with self._lock:
+            if self.requests is not None and self.kept_requests >= self.requests:
+                return False
+            if self.bytes is not None and self.kept_bytes + size > self.bytes:
+                return False
+            self.kept_requests += 1
+            self.kept_bytes += size
+            return True
+
+    def give(self, requests: int, size: int) -> None:
+        """Give back what a session that ended kept."""
+        with self._lock:
+            self.kept_requests -= requests
+            self.kept_bytes -= size
+
+
+@dataclass(slots=True)
+class _Kept:
+    """One request as a session keeps it: compact (the body as sent, the headers in one
+    string), made back into a :class:`WireRequest` when read."""
+
+    index: int
+    api: str | None
+    stream: bool
+    method: str
+    url: str
+    headers: str
+    """``name\0value\0...`` (credentials masked)."""
+    raw: bytes
+    parsed: bool
+    """The body was JSON (``raw`` parses to it), else ``raw`` is kept as is."""
+    arrived: float
+
+    @classmethod
+    def of(cls, index: int, args: dict[str, Any], raw: bytes, arrived: float) -> _Kept:
+        headers = "\0".join(x for kv in args["headers"].items() for x in kv)
+        parsed = args.get("body") is not None
+        return cls(
+            index, args["api"], bool(args["stream"]), args["method"], args["url"], headers,
+            raw, parsed, arrived,
+        )  # fmt: skip
+
+    @property
+    def body(self) -> Any:
+        return json.loads(self.raw) if self.parsed else None
+
+    def request(self) -> WireRequest:
+        items = self.headers.split("\0") if self.headers else []
+        headers = dict(zip(items[::2], items[1::2], strict=True))
+        return WireRequest(
+            self.index, api=self.api, stream=self.stream, method=self.method, url=self.url,
+            headers=headers, body=self.body, raw=b"" if self.parsed else self.raw,
+        )  # fmt: skip
+
+
 @dataclass(slots=True)
 class _Checked:
     failures: list[Failure]
@@ -146,6 +236,7 @@ class Session:
         now: float = 0.0,
         keep_bodies: int | None = None,
         seed: int | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.name = name
         base = script_seed([turn for turn, _ in script])
@@ -159,9 +250,22 @@ class Session:
         self.cycle = cycle
         self.served = 0
         """Turns handed out."""
-        self._requests: list[WireRequest] = []
+        self._requests: list[_Kept] = []
         self._calls: list[int] = []
         self._errors: list[str] = []
+        self.errors_dropped = 0
+        """Failed requests past :data:`KEPT_ERRORS`, counted, their messages not kept."""
+        self.count = 0
+        """Requests received (kept or not)."""
+        self.call_count = 0
+        """Model calls received (kept or not)."""
+        self.not_kept = 0
+        """Requests not kept (past the server's :class:`RequestBudget`): counted only,
+        left out of :attr:`requests`, the checks and the trace."""
+        self.draws_dropped = 0
+        """``one_of`` draws past :data:`KEPT_ROUNDS`, counted, not listed in :attr:`draws`."""
+        self.budget = budget
+        self._kept_bytes = 0
         self.disconnects = 0
         """Responses the client stopped reading before their end (not a failure)."""
         self.active = 0
@@ -173,7 +277,6 @@ class Session:
         """Requests whose body is kept (``None``: all); later ones are recorded without it."""
         self.bodies_dropped = 0
         """Requests recorded without their body (past ``keep_bodies``)."""
-        self._arrived: dict[int, float] = {}
         self._served: dict[int, Served] = {}
         self._leaks: dict[int, str] = {}
         self._whole: dict[int, Any] = {}
@@ -186,27 +289,56 @@ class Session:
 
     # -- written by the server -----------------------------------------------------------
 
-    def record(self, request_args: dict[str, Any]) -> WireRequest:
+    def record(self, request_args: dict[str, Any], raw: bytes | None = None) -> WireRequest:
+        """Note one request (``request_args``: :class:`WireRequest`'s fields; ``raw``: its
+        body as sent, kept in place of the parsed ``body``). It is kept whole while the
+        server's :class:`RequestBudget` allows (and with its body for the first
+        ``keep_bodies``), else counted only."""
+        if raw is None:
+            body = request_args.get("body")
+            raw = request_args.get("raw") or b""
+            if body is not None:
+                raw = json.dumps(body).encode()
         with self._lock:
+            self.count += 1
             keep = self.keep_bodies
-            if keep is not None and len(self._requests) >= keep:
+            if keep is not None and self.count > keep:
                 request_args = {**request_args, "body": None, "raw": b""}
+                raw = b""
                 self.bodies_dropped += 1
-            request = WireRequest(len(self._requests) + 1, **request_args)
-            self._requests.append(request)
-            self._arrived[request.index] = time.monotonic()
+            request = WireRequest(self.count, **request_args)
+            size = len(raw)
+            full = self.not_kept or (self.budget is not None and not self.budget.take(size))
+            if full:
+                self.not_kept += 1
+                return request
+            self._kept_bytes += size
+            self._requests.append(_Kept.of(self.count, request_args, raw, time.monotonic()))
             return request
+
+    def kept(self, request: WireRequest) -> bool:
+        """Whether ``request`` is kept (not past the server's budget)."""
+        return request.index <= len(self._requests)
+
+    def release(self) -> None:
+        """Give what this session kept back to the server's budget (it ended)."""
+        with self._lock:
+            if self.budget is not None:
+                self.budget.give(len(self._requests), self._kept_bytes)
+                self.budget = None
 
     def served_with(self, request: WireRequest, served: Served) -> None:
         """Note what model call ``request`` was answered with (for the trace)."""
         with self._lock:
-            self._served[request.index] = served
+            if self.kept(request):
+                self._served[request.index] = served
 
     def whole_body(self, request: WireRequest, body: Any) -> None:
         """Note ``request``'s body with the conversation its ``previous_response_id``
         ends (what the checks and the trace read instead of the body sent)."""
         with self._lock:
-            self._whole[request.index] = body
+            if self.kept(request):
+                self._whole[request.index] = body
 
     def body_of(self, request: WireRequest) -> Any:
         """``request``'s body as the checks read it: the whole conversation."""
@@ -215,13 +347,16 @@ class Session:
     def key_in_body(self, request: WireRequest, header: str) -> None:
         """Note that ``request``'s body holds the key its ``header`` carried."""
         with self._lock:
-            self._leaks[request.index] = header
+            if self.kept(request):
+                self._leaks[request.index] = header
 
     def take(self, request: WireRequest) -> tuple[int, Turn, WireFault] | None:
         """The next turn for ``request`` (a model call): its number (from 1), the turn
         and its fault; ``None`` when the script is exhausted."""
         with self._lock:
-            self._calls.append(request.index - 1)
+            self.call_count += 1
+            if self.kept(request):
+                self._calls.append(request.index - 1)
             total = len(self.script)
             if self.served >= total and not (self.cycle and total):
                 return None
@@ -230,13 +365,18 @@ class Session:
             if turn.fault is not None or fault.cut_after is not None or fault.corrupt_chunk:
                 self._cuts.add(request.index)
             turn, option = turn.draw(self._rng)
-            if option is not None:
+            if option is not None and len(self.draws) < KEPT_ROUNDS:
                 self.draws.append((self.served, option))
+            elif option is not None:
+                self.draws_dropped += 1
             return self.served, turn, fault
 
     def fail(self, message: str) -> None:
         with self._lock:
-            self._errors.append(message)
+            if len(self._errors) < KEPT_ERRORS:
+                self._errors.append(message)
+            else:
+                self.errors_dropped += 1
 
     # -- read by tests and the exit report -------------------------------------------------
 
@@ -246,15 +386,19 @@ class Session:
 
     @property
     def requests(self) -> list[WireRequest]:
-        """Every request this session received, in arrival order (credentials masked)."""
+        """Every request this session received and kept, in arrival order (credentials
+        masked; past the server's :class:`RequestBudget` requests are counted in
+        :attr:`not_kept` instead)."""
         with self._lock:
-            return list(self._requests)
+            kept = list(self._requests)
+        return [k.request() for k in kept]
 
     @property
     def calls(self) -> list[WireRequest]:
         """The requests that asked for a model turn (well-formed bodies on a model API)."""
         with self._lock:
-            return [self._requests[i] for i in self._calls]
+            kept = [self._requests[i] for i in self._calls]
+        return [k.request() for k in kept]
 
     @property
     def errors(self) -> list[str]:
@@ -272,16 +416,19 @@ class Session:
     def used(self) -> bool:
         """Whether a request reached it (one that failed before being recorded counts)."""
         with self._lock:
-            return bool(self._requests or self._errors)
+            return bool(self.count or self._errors)
 
     def request_fields(self) -> list[dict[str, Any]]:
         """Each model call as the fields ``expect.requests`` compares (see
         :func:`~openprogram_sim.wire.read_request`); calls recorded without their body
         (past ``keep_bodies``) are left out."""
         keep = self.keep_bodies
-        kept = [r for r in self.calls if keep is None or r.index <= keep]
+        with self._lock:
+            kept = [self._requests[i] for i in self._calls]
+            whole = dict(self._whole)
+        kept = [r for r in kept if keep is None or r.index <= keep]
         return [
-            read_request(r.api or "", self.body_of(r), index=k) for k, r in enumerate(kept, start=1)
+            read_request(r.api or "", _body(r, whole), index=k) for k, r in enumerate(kept, start=1)
         ]
 
     def trace(self) -> SessionTrace:
@@ -294,16 +441,17 @@ class Session:
         keep = self.keep_bodies
         with self._lock:
             calls = [self._requests[i] for i in self._calls]
-            return [
-                Exchange(
-                    index=r.index,
-                    arrived=self._arrived.get(r.index, 0.0),
-                    messages=read_messages(r.api or "", self._whole.get(r.index, r.body)),
-                    served=self._served.get(r.index),
-                )
-                for r in calls
-                if keep is None or r.index <= keep
-            ]
+            whole, served = dict(self._whole), dict(self._served)
+        return [
+            Exchange(
+                index=r.index,
+                arrived=r.arrived,
+                messages=read_messages(r.api or "", _body(r, whole)),
+                served=served.get(r.index),
+            )
+            for r in calls
+            if keep is None or r.index <= keep
+        ]
 
     def _checked(self, check: RequestCheck | None, built: SessionTrace) -> _Checked:
         """The request check, the trace check and the client invariants."""
@@ -336,9 +484,16 @@ class Session:
         a compact copy of the trace (:func:`~openprogram_sim.wire._trace.keep_trace`) and
         the facts of each request (:meth:`round_facts`), for the HTML report."""
         errors = self.errors
-        calls = len(self.calls)
+        calls = self.call_count
         unconsumed = self.unconsumed
         failures = [Failure(e) for e in errors]
+        if self.errors_dropped:
+            failures.append(
+                Failure(
+                    f"{self.errors_dropped} more failed request(s), past the first "
+                    f"{KEPT_ERRORS} listed"
+                )
+            )
         if unconsumed:
             failures.append(
                 Failure(
@@ -353,7 +508,8 @@ class Session:
         kept = keep_trace(built.trace)
         return SessionReport(
             name=self.name, state=state, turns=len(self.script), served=self.served,
-            unconsumed=unconsumed, model_calls=calls, requests=len(self.requests),
+            unconsumed=unconsumed, model_calls=calls, requests=self.count,
+            requests_not_kept=self.not_kept, draws_dropped=self.draws_dropped,
             disconnects=self.disconnects, errors=errors, failures=failures,
             seed=self.seed if self.draws else None, draws=list(self.draws),
             trace=kept.entries, numbers=kept.numbers, trace_dropped=kept.dropped,
@@ -406,7 +562,7 @@ class Session:
     def _duration(self) -> float:
         """Seconds from the first request to the last answer's end (0: none)."""
         with self._lock:
-            arrived = list(self._arrived.values())
+            arrived = [r.arrived for r in self._requests]
             ended = [s.ended for s in self._served.values() if s.ended is not None]
         if not arrived:
             return 0.0
@@ -415,8 +571,14 @@ class Session:
     def assert_consumed(self) -> None:
         """Raise ``AssertionError`` if a request failed or a turn was never served."""
         _assert_consumed(
-            self.label, self.errors, self.unconsumed, len(self.script), len(self.calls)
+            self.label, self.errors, self.unconsumed, len(self.script), self.call_count
         )
+
+
+def _body(request: _Kept, whole: dict[int, Any]) -> Any:
+    """``request``'s body as the checks read it: the whole conversation, where noted."""
+    found = whole.get(request.index)  # (the kept body is parsed only when it is read)
+    return request.body if found is None else found
 
 
 def _label(name: str | None) -> str:
@@ -488,6 +650,12 @@ class SessionReport:
     """What the :class:`SessionCheck`'s ``details`` made of the whole trace (None: none)."""
     duration: float = 0.0
     """Seconds from the session's first request to its last answer's end."""
+    requests_not_kept: int = 0
+    """Requests past the server's :class:`RequestBudget` (live sessions keep
+    :data:`KEPT_LIVE_REQUESTS` requests between them): counted in :attr:`requests`, left
+    out of the checks and the trace."""
+    draws_dropped: int = 0
+    """``one_of`` draws past :data:`KEPT_ROUNDS`, not listed in :attr:`draws`."""
     timeline_dropped: bool = False
     """The trace and the request facts were not kept (the ended sessions' budget,
     :data:`KEPT_TIMELINES_BYTES`, was spent)."""
@@ -553,6 +721,8 @@ class SessionReport:
         }
         if self.seed is not None:
             out.update(seed=self.seed, draws=[list(d) for d in self.draws])
+        if self.requests_not_kept:
+            out["requests_not_kept"] = self.requests_not_kept
         return out
 
 
