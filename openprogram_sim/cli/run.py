@@ -238,10 +238,10 @@ def run_paths(
         if "json" in keep:
             result.json_data = _json_data(verdict)
         if "report" in keep:
-            from openprogram_sim.report import scenario_record
+            from openprogram_sim.report import pack_runs, scenario_record
 
-            shown = _relative(file, base)
-            result.record = scenario_record(verdict, id=shown, path=shown)
+            shown = _relative(file, base)  # its runs kept as the page's JSON text
+            result.record = pack_runs(scenario_record(verdict, id=shown, path=shown))
         if on_checked is not None:
             on_checked(result, verdict)
         del verdict  # what is kept of it is the summary (and what keep asked for)

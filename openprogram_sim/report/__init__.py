@@ -47,7 +47,13 @@ from openprogram_sim.report._records import (
     scenario_record,
     trace_properties,
 )
-from openprogram_sim.report._render import embed_json, render_report, write_report
+from openprogram_sim.report._render import (
+    PackedJSON,
+    embed_json,
+    pack_runs,
+    render_report,
+    write_report,
+)
 from openprogram_sim.report._sessions import (
     served_records,
     session_details,
@@ -58,12 +64,14 @@ from openprogram_sim.report._sessions import (
 from openprogram_sim.report._timeline import build_timeline
 
 __all__ = [
+    "PackedJSON",
     "build_timeline",
     "embed_json",
     "expectation_checks",
     "format_verdict",
     "invalid_record",
     "junit_properties",
+    "pack_runs",
     "python_record",
     "render_report",
     "run_entry",

@@ -76,3 +76,25 @@ def test_json_report_and_trace_out_are_whole_from_the_compact_results(
     assert len(list((tmp_path / "traces").rglob("*.json"))) == len(files)
     page = (tmp_path / "out" / "report.html").read_text()
     assert all(s["title"] in page for s in payload["scenarios"])
+
+
+def test_a_packed_record_renders_the_same_page_data() -> None:
+    import re
+
+    from openprogram_sim.report import PackedJSON, pack_runs, render_report
+
+    (result,) = run_paths([BASICS / "text_finish.yaml"], keep=("report",))
+    record = result.record
+    assert record is not None and isinstance(record["runs"], PackedJSON)
+    unpacked = {**record, "runs": record["runs"].value}
+    assert len(record["runs"]) == len(unpacked["runs"]) == 1
+
+    def data(page: str) -> Any:
+        found = re.search(r'<script type="application/json" id="op-data">(.*?)</script>', page)
+        assert found is not None
+        return json.loads(found.group(1))
+
+    packed_page = data(render_report([record]))
+    assert packed_page == data(render_report([unpacked]))
+    assert packed_page[0]["runs"][0]["trace"][0]["type"] == "agent_start"
+    assert pack_runs(dict(unpacked))["runs"].text == record["runs"].text
