@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import importlib.util
+import importlib
 import logging
 import os
 import socket
@@ -92,7 +92,12 @@ class StackChoice:
 
 def _fast_missing() -> str | None:
     """Why the fast stack cannot run here (``None``: it can)."""
-    missing = [name for name in ("uvloop", "httptools") if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in ("uvloop", "httptools"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if GuardedHttptools is None and "httptools" not in missing:
         missing.append("httptools")
     return ", ".join(missing) or None
