@@ -160,6 +160,7 @@ class _Servers:
         self.urls: dict[str, str] = {}
         self.stacks: dict[str, str] = {}
         self.missing: dict[str, str] = {}
+        self.pids: dict[str, int] = {}
         self._processes: list[subprocess.Popen[str]] = []
         for kind in kinds:
             if kind == "aimock":
@@ -169,6 +170,7 @@ class _Servers:
                 [sys.executable, __file__, "--serve", kind], stdout=subprocess.PIPE, text=True
             )
             self._processes.append(process)
+            self.pids[kind] = process.pid
             url, _, stack = process.stdout.readline().strip().partition(" ")  # type: ignore[union-attr]
             self.urls[kind], self.stacks[kind] = url, stack
 
@@ -197,6 +199,7 @@ class _Servers:
                 time.sleep(0.05)
                 continue
             self.urls["aimock"] = f"http://127.0.0.1:{port}"
+            self.pids["aimock"] = process.pid
             self.stacks["aimock"] = f"node {_node_version()}, aimock {aimock_version(peers)}"
             return
         self.missing["aimock"] = "aimock not available: it did not listen within 20 s"
@@ -292,9 +295,20 @@ def _reply_end(buffer: bytearray) -> int | None:
             return None
 
 
-async def _run(url: str, clients: int, seconds: float) -> tuple[float, int]:
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds process ``pid`` used so far (0 where /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _run(
+    url: str, clients: int, seconds: float, pid: int | None = None
+) -> tuple[float, int, float]:
     """Replies per second over ``clients`` connections for ``seconds`` (after a warm-up),
-    and the bytes of one reply."""
+    the bytes of one reply, and the server's CPU microseconds per reply (``pid``'s)."""
     host, port = url.removeprefix("http://").split(":")
     loop = asyncio.get_running_loop()
     for phase, length in (("warm", min(0.3, seconds / 3)), ("timed", seconds)):
@@ -303,20 +317,20 @@ async def _run(url: str, clients: int, seconds: float) -> tuple[float, int]:
         conns = []
         for done in dones:
             _, conn = await loop.create_connection(
-                lambda d=done: _Connection(d, until), host, int(port)
+                lambda d=done, u=until: _Connection(d, u), host, int(port)
             )
             conns.append(conn)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu_seconds(pid)
         until[0] = start + length
         await asyncio.gather(*dones)
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, _cpu_seconds(pid) - cpu
         for conn in conns:
             conn.closing = True  # the end of the run, not a failure
             if conn.transport is not None:
                 conn.transport.close()
         if phase == "timed":
-            replies = sum(c.replies for c in conns)
-            return replies / elapsed, sum(c.bytes for c in conns) // max(replies, 1)
+            replies = max(sum(c.replies for c in conns), 1)
+            return replies / elapsed, sum(c.bytes for c in conns) // replies, cpu / replies * 1e6
     raise AssertionError("unreachable")
 
 
@@ -344,6 +358,7 @@ def measure(quick: bool, *, pure: bool = False, peers: str | None = None) -> dic
     runs, seconds = (2, 0.6) if quick else (5, 1.2)
     kinds = ["wire", "floor", "aimock"] + (["wire-pure"] if pure else [])
     rates: dict[str, dict[int, list[float]]] = {}
+    cpus: dict[str, dict[int, list[float]]] = {}
     sizes: dict[str, int] = {}
     result: dict[str, Any] = {"serve_load_before": _loadavg()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -351,16 +366,18 @@ def measure(quick: bool, *, pure: bool = False, peers: str | None = None) -> dic
         try:
             present = [k for k in kinds if k in servers.urls]
             rates = {k: {c: [] for c in CLIENTS} for k in present}
+            cpus = {k: {c: [] for c in CLIENTS} for k in present}
             loop = _new_loop()
             try:
                 for clients in CLIENTS:
                     for run in range(runs):
                         order = present[run % len(present) :] + present[: run % len(present)]
                         for kind in order:
-                            rate, size = loop.run_until_complete(
-                                _run(servers.urls[kind], clients, seconds)
+                            rate, size, cpu = loop.run_until_complete(
+                                _run(servers.urls[kind], clients, seconds, servers.pids[kind])
                             )
                             rates[kind][clients].append(rate)
+                            cpus[kind][clients].append(cpu)
                             sizes[kind] = size
             finally:
                 loop.close()
@@ -368,8 +385,8 @@ def measure(quick: bool, *, pure: bool = False, peers: str | None = None) -> dic
             servers.close()
     result["serve_load_after"] = _loadavg()
     result["serve_stack"] = servers.stacks.get("wire")
-    result["serve_client"] = "raw asyncio HTTP/1.1 protocol, " + (
-        "uvloop" if _new_loop.__module__ and _has_uvloop() else "asyncio"
+    result["serve_client"] = "raw asyncio HTTP/1.1 protocol in one process, on " + (
+        "uvloop" if _has_uvloop() else "asyncio"
     )
     names = {"wire": "serve", "floor": "serve_floor", "aimock": "aimock", "wire-pure": "serve_pure"}
     for kind, by_clients in rates.items():
@@ -377,6 +394,8 @@ def measure(quick: bool, *, pure: bool = False, peers: str | None = None) -> dic
         for clients, values in by_clients.items():
             result[f"{names[kind]}_rps_c{clients}"] = round(max(values))
             result[f"{names[kind]}_rps_c{clients}_median"] = round(statistics.median(values))
+            used = min(cpus[kind][clients])
+            result[f"{names[kind]}_cpu_us_c{clients}"] = round(used, 1) if used else None
     if "aimock" in servers.missing:
         result["aimock"] = servers.missing["aimock"]
     else:
@@ -391,6 +410,9 @@ def measure(quick: bool, *, pure: bool = False, peers: str | None = None) -> dic
                 result[f"serve_x_{key}_c{clients}"] = round(max(ours) / max(theirs), 2)
                 paired = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
                 result[f"serve_x_{key}_c{clients}_median"] = round(paired, 2)
+                mine, other = min(cpus["wire"][clients]), min(cpus[peer][clients])
+                if mine and other:  # their CPU per reply over ours: > 1, we use less
+                    result[f"serve_cpu_x_{key}_c{clients}"] = round(other / mine, 2)
     return result
 
 
@@ -406,18 +428,32 @@ def _print(result: dict[str, Any]) -> None:
     print(f"load average: before {result['serve_load_before']}, after {result['serve_load_after']}")
     print(f"wire stack: {result['serve_stack']}; aimock: {result['aimock']}")
     print(f"client: {result['serve_client']}")
-    names = [("serve", "openprogram-sim serve"), ("serve_pure", "serve, pure-Python stack"),
-             ("serve_floor", "floor (uvicorn+starlette, same bytes)"), ("aimock", "aimock")]  # fmt: skip
+    names = [
+        ("serve", "openprogram-sim serve"),
+        ("serve_pure", "serve, pure-Python stack"),
+        ("serve_floor", "floor (uvicorn+starlette, same bytes)"),
+        ("aimock", "aimock"),
+    ]
     print(f"{'server':<40} {'c1':>14} {'c10':>14} {'c50':>14}   (best / median req/s)")
     for key, label in names:
         if f"{key}_rps_c1" not in result:
             continue
-        cells = [f"{result[f'{key}_rps_c{c}']:,}/{result[f'{key}_rps_c{c}_median']:,}" for c in CLIENTS]
+        cells = [
+            f"{result[f'{key}_rps_c{c}']:,}/{result[f'{key}_rps_c{c}_median']:,}" for c in CLIENTS
+        ]
         print(f"{label:<40} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14}")
     for key in ("aimock", "floor", "pure"):
         if f"serve_x_{key}_c1" in result:
-            cells = [f"{result[f'serve_x_{key}_c{c}']:.2f}/{result[f'serve_x_{key}_c{c}_median']:.2f}" for c in CLIENTS]
+            cells = [
+                f"{result[f'serve_x_{key}_c{c}']:.2f}/{result[f'serve_x_{key}_c{c}_median']:.2f}"
+                for c in CLIENTS
+            ]
             print(f"{'serve ÷ ' + key:<40} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14}")
+    print(f"{'server CPU per reply':<40} {'c1':>14} {'c10':>14} {'c50':>14}   (µs, least)")
+    for key, label in names:
+        if f"{key}_cpu_us_c1" in result:
+            cells = [str(result[f"{key}_cpu_us_c{c}"]) for c in CLIENTS]
+            print(f"{label:<40} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14}")
 
 
 def main() -> None:
