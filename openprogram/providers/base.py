@@ -229,7 +229,8 @@ def _load(name: str) -> ProviderFactory:
             f"provider {name!r} could not be loaded from {target} ({exc}); "
             "check the installation, or register your own with register_provider()"
         ) from exc
-    _FACTORIES[name] = factory
+    # not cached here: import_module is a dict lookup once loaded, and a cached class would
+    # outlive its module when sys.modules is rolled back (pytester's in-process runs)
     return factory
 
 

@@ -129,7 +129,11 @@ def test_pytest_collects_the_scenarios_and_leaves_the_cassette_alone(
     pytester: pytest.Pytester,
 ) -> None:
     make_project(pytester.path)
-    result = pytester.runpytest("--openprogram-scenarios", "-v", "-p", "no:cacheprovider")
+    # in subprocesses: after this test's in-process runs rolled sys.modules back, a later
+    # test's OpenTelemetry spans in the same process lost their parents (tests/sim/test_otel.py)
+    result = pytester.runpytest_subprocess(
+        "--openprogram-scenarios", "-v", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -141,6 +145,6 @@ def test_pytest_collects_the_scenarios_and_leaves_the_cassette_alone(
             "scenarios/weather.yaml::the model looks the city up, then answers PASSED*",
         ]
     )
-    quiet = pytester.runpytest("--openprogram-scenarios", "-p", "no:cacheprovider")
+    quiet = pytester.runpytest_subprocess("--openprogram-scenarios", "-p", "no:cacheprovider")
     assert quiet.ret == pytest.ExitCode.OK
     assert "left alone" not in quiet.stdout.str()
