@@ -89,3 +89,5 @@ __all__ = [
     "write_session_junit",
     "write_session_report",
 ]
+
+PackedJSON.__module__ = __name__
