@@ -374,6 +374,14 @@ def part_cassette(quick: bool) -> dict[str, Any]:
     return {f"cassette_{k}": v for k, v in data.items() if k not in ("bench", "python", "cpus")}
 
 
+def part_agent_fuzz(quick: bool) -> dict[str, Any]:
+    """``fuzz --agent``: fuzzed sessions per second, an in-process agent and a command."""
+    sys.path.insert(0, str(BENCH))
+    import agent_fuzz
+
+    return dict(agent_fuzz.measure(quick))
+
+
 PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "loop": part_loop,
     "history": part_history,
@@ -383,6 +391,7 @@ PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "plugin": part_plugin,
     "fuzz": part_fuzz,
     "tools_fuzz": part_tools_fuzz,
+    "agent_fuzz": part_agent_fuzz,
     "rss": part_rss,
     "serve": part_serve,
     "cassette": part_cassette,
