@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform
@@ -317,7 +318,7 @@ async def _run(
         conns = []
         for done in dones:
             _, conn = await loop.create_connection(
-                lambda d=done, u=until: _Connection(d, u), host, int(port)
+                functools.partial(_Connection, done, until), host, int(port)
             )
             conns.append(conn)
         start, cpu = time.perf_counter(), _cpu_seconds(pid)
@@ -339,7 +340,7 @@ def _new_loop() -> asyncio.AbstractEventLoop:
         import uvloop
     except ImportError:
         return asyncio.new_event_loop()
-    return uvloop.new_event_loop()  # type: ignore[no-any-return]
+    return uvloop.new_event_loop()
 
 
 def _loadavg() -> str | None:

@@ -8,7 +8,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from openprogram.types import Usage
@@ -209,25 +209,38 @@ _CHECK = 37
 _KEPT_TEMPLATES = 512
 """Templates kept (least recently used dropped first): per turn of a script, API and
 model its clients name."""
-_TEMPLATES: OrderedDict[tuple[Any, ...], tuple[Turn, Turn, WireResponse | None]] = OrderedDict()
+_TEMPLATES: OrderedDict[tuple[Any, ...], tuple[Turn, Turn, _Template | None]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def _template(api: str, turn: Turn, options: dict[str, Any]) -> WireResponse | None:
-    """``turn``'s response with :data:`_MARK` for the request's number, or ``None`` when
-    stamping it would not give what encoding gives."""
-    template = _encode(api, turn, seq=_MARK, **options)
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """A response with each chunk split where the request's number goes."""
+
+    status: int
+    headers: dict[str, str]
+    parts: list[list[bytes]]
+
+
+def _template(api: str, turn: Turn, options: dict[str, Any]) -> _Template | None:
+    """``turn``'s response split at :data:`_MARK` (where the request's number goes), or
+    ``None`` when stamping it would not give what encoding gives."""
+    marked = _encode(api, turn, seq=_MARK, **options)
+    mark = str(_MARK).encode()
+    template = _Template(
+        marked.status, marked.headers, [chunk.split(mark) for chunk in marked.chunks]
+    )
     if _stamped(template, _CHECK) != _encode(api, turn, seq=_CHECK, **options):
         return None
     return template
 
 
-def _stamped(template: WireResponse, seq: int) -> WireResponse:
-    mark, number = str(_MARK).encode(), str(seq).encode()
+def _stamped(template: _Template, seq: int) -> WireResponse:
+    number = str(seq).encode()
     return WireResponse(
         template.status,
         dict(template.headers),
-        [chunk.replace(mark, number) for chunk in template.chunks],
+        [parts[0] if len(parts) == 1 else number.join(parts) for parts in template.parts],
     )
 
 

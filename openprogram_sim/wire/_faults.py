@@ -185,7 +185,12 @@ def _status(api: str, turn: Turn, fault: WireFault, default: int = 500) -> int:
 
 def _with_headers(api: str, response: WireResponse, turn: Turn, fault: WireFault) -> WireResponse:
     """The fault's headers, and an error turn's ``retry_after`` / ``retryable`` as the
-    provider says them (``retry-after``, OpenAI's ``retry-after-ms``, ``x-should-retry``)."""
+    provider says them (``retry-after``, OpenAI's ``retry-after-ms``, ``x-should-retry``).
+    ``response`` itself when there are none (every encoding is a new response)."""
+    said = response.status >= 400 and (turn.retry_after is not None or turn.retryable is not None)
+    retry = fault.retry_after is not None or fault.retry_after_ms is not None
+    if not (said or retry or fault.headers):
+        return response
     headers = dict(response.headers)
     if response.status >= 400 and turn.retry_after is not None:
         headers["retry-after"] = f"{turn.retry_after:g}"
