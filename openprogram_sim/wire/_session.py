@@ -244,8 +244,8 @@ class Session:
         """The seed this session draws its ``one_of`` turns from."""
         self.draws: list[tuple[int, int]] = []
         """Each ``one_of`` turn served: (turn number served, option drawn from 0)."""
-        self._rng = random.Random(self.seed)
-        """The ``/s/{name}/`` prefix (``None``: URLs without one)."""
+        self._rng: random.Random | None = None
+        """Made when the first ``one_of`` turn is drawn (its state is 2.5 KiB a session)."""
         self.script = script
         self.cycle = cycle
         self.served = 0
@@ -364,7 +364,11 @@ class Session:
             self.served += 1
             if turn.fault is not None or fault.cut_after is not None or fault.corrupt_chunk:
                 self._cuts.add(request.index)
-            turn, option = turn.draw(self._rng)
+            option = None
+            if turn.one_of:
+                if self._rng is None:
+                    self._rng = random.Random(self.seed)
+                turn, option = turn.draw(self._rng)
             if option is not None and len(self.draws) < KEPT_ROUNDS:
                 self.draws.append((self.served, option))
             elif option is not None:
