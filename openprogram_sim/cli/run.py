@@ -377,19 +377,19 @@ def _print_json(results: list[ScenarioResult], elapsed: float, extra: dict[str, 
     summary = {s: sum(1 for r in results if r.status == s) for s in _STATUSES}
     head = {"summary": {**summary, "total": len(results), "duration_s": elapsed}}
     out = sys.stdout
-    text = json.dumps(scrub.value(plain_json(head)), indent=2)
+    text = json.dumps(scrub.value(_plain(head)), indent=2)
     out.write(text[:-2] + ',\n  "scenarios": [')  # the object left open after "summary"
     for i, result in enumerate(results):
-        item = json.dumps(scrub.value(plain_json(result.to_json())), indent=2)
+        item = json.dumps(scrub.value(_plain(result.to_json())), indent=2)
         out.write(("," if i else "") + "\n    " + item.replace("\n", "\n    "))
     out.write("\n  ]" if results else "]")
-    for key, value in scrub.value(plain_json(extra)).items():
+    for key, value in scrub.value(_plain(extra)).items():
         value_text = json.dumps(value, indent=2).replace("\n", "\n  ")
         out.write(f",\n  {json.dumps(key)}: {value_text}")
     out.write("\n}\n")
 
 
-def plain_json(value: Any) -> Any:
+def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
