@@ -37,7 +37,6 @@ from pathlib import Path
 start, cpu = time.perf_counter(), time.process_time()
 from openprogram_sim.play import check_outcome, run_scenario
 from openprogram_sim.scenario import load_scenario
-import openprogram_sim.report  # what a scenario item imports beyond the run
 imported = time.perf_counter() - start, time.process_time() - cpu
 files = [Path(line) for line in Path(sys.argv[1]).read_text().splitlines()]
 start, cpu = time.perf_counter(), time.process_time()
@@ -103,7 +102,8 @@ def pytest_session(folder: Path, *args: str) -> tuple[float, float]:
 
 def own_pass(listing: Path) -> tuple[float, float, float, float]:
     """The scenarios' own in-process time per file, wall and CPU (a fresh process), and
-    the harness's import (``play``, ``scenario``, ``report``) shared out per file."""
+    the import of what runs them (``play``, ``scenario``: what ``openprogram-sim run`` imports
+    too) shared out per file."""
     done = subprocess.run(
         [sys.executable, "-c", OWN, str(listing)], capture_output=True, text=True, env=_env()
     )
@@ -143,7 +143,7 @@ def measure(size: int, repeats: int) -> dict[str, object]:
                 {
                     "overhead_ms": round((scen - trivial - own) * 1000, 3),
                     "overhead_cpu_ms": round((scen_cpu - trivial_cpu - own_cpu) * 1000, 3),
-                    # the same with the harness's import counted as the scenarios' own
+                    # the same with the import of play and scenario counted as the scenarios' own
                     "overhead_less_import_ms": round((scen - trivial - own - imp) * 1000, 3),
                     "overhead_cpu_less_import_ms": round(
                         (scen_cpu - trivial_cpu - own_cpu - imp_cpu) * 1000, 3

@@ -52,6 +52,7 @@ when a scenario or fixture is used.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -219,6 +220,30 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     state.resolved[file_path] = real
     file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
     return file
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """With scenario paths, no full garbage collection while the files are collected:
+    loading them (and the harness, with the first) builds a large heap that stays alive,
+    and each full collection while it grew scanned all of it again (six in a 1,200-item
+    session, about 0.5 s). The young generations are still collected as usual (short-lived
+    cycles do not pile up); the thresholds are restored when collection ends, so the next
+    full collection comes as it would have."""
+    state = session.config.stash.get(STATE, None)
+    if state is None or not state.roots or not gc.isenabled():
+        return (yield)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], _NO_FULL_COLLECTION)
+    try:
+        return (yield)
+    finally:
+        if gc.get_threshold()[2] == _NO_FULL_COLLECTION:  # unless someone else set them
+            gc.set_threshold(*thresholds)
+
+
+_NO_FULL_COLLECTION = 1 << 30
+"""A third threshold no count of young collections reaches."""
 
 
 def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
