@@ -12,7 +12,12 @@ with two differences:
   load average beside each;
 - the library is ``scenarios/`` copied with its helper modules (``*.py`` beside the YAML
   files: ``scenarios/setup/library_notes.py`` is imported by ``python:`` tools), which
-  ``bench/run.py``'s copy of the YAML files alone leaves out.
+  ``bench/run.py``'s copy of the YAML files alone leaves out;
+- beside the wall clock, each figure by the CPU clock (the sessions' user + system time,
+  the in-process pass's ``process_time``), which a loaded machine disturbs far less; and
+  each again with the import of ``play`` and ``scenario`` counted as the scenarios' own
+  (the in-process pass imports them before its timer; the session pays them once, as
+  ``openprogram-sim run`` does, whatever the plugin does per item).
 """
 
 from __future__ import annotations
