@@ -374,6 +374,17 @@ def part_cassette(quick: bool) -> dict[str, Any]:
     return {f"cassette_{k}": v for k, v in data.items() if k not in ("bench", "python", "cpus")}
 
 
+def part_memory(quick: bool) -> dict[str, Any]:
+    """Memory flat with the work (``bench/memory.py``): peak RSS of ``openprogram-sim run``
+    over 1,000 and 10,000 scenario files, and the wire server's RSS after 10,000 and 100,000
+    requests across 1,000 sessions, each in a fresh process (``--quick``: every count / 10,
+    same keys); ``*_ratio`` the larger against the smaller."""
+    data = _script(BENCH / "memory.py", "--json", *(["--quick"] if quick else []))
+    keys = ("run_rss_1k_mib", "run_rss_10k_mib", "run_rss_ratio",
+            "serve_rss_10k_mib", "serve_rss_100k_mib", "serve_rss_ratio")  # fmt: skip
+    return {k: data[k] for k in keys}
+
+
 def part_agent_fuzz(quick: bool) -> dict[str, Any]:
     """``fuzz --agent``: fuzzed sessions per second, an in-process agent and a command."""
     sys.path.insert(0, str(BENCH))
@@ -392,6 +403,7 @@ PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "fuzz": part_fuzz,
     "tools_fuzz": part_tools_fuzz,
     "agent_fuzz": part_agent_fuzz,
+    "memory": part_memory,
     "rss": part_rss,
     "serve": part_serve,
     "cassette": part_cassette,
@@ -413,6 +425,8 @@ GOALS = {
     "tools_fuzz_runs_per_s": ("≥ 300", lambda v: v >= 300),
     "tools_fuzz_ratio_to_loop": ("≥ 0.4", lambda v: v >= 0.4),
     "rss_growth_pct": ("< 10 %", lambda v: v < 10),
+    "run_rss_ratio": ("≤ 2x", lambda v: v <= 2),
+    "serve_rss_ratio": ("≤ 1.5x", lambda v: v <= 1.5),
 }
 
 
