@@ -126,6 +126,15 @@ class Delivering:
 
     async def _run(self) -> None:
         d, response = self.d, self.d.response
+        if not (d.delay or d.interval or d.hang or d.hang_first) and d.cut_after is None:
+            # a reply that is ready (most are): the head, then the body and its end in one
+            # send, as the steps below would send them
+            body = response.body
+            length = len(body) if len(response.chunks) == 1 else None  # d.whole here
+            start = {"type": "http.response.start", "status": response.status}
+            await self.send({**start, "headers": response_headers(response, length)})
+            await self.send({"type": "http.response.body", "body": body})
+            return
         steps = list(d.steps())
         for i, step in enumerate(steps):
             if isinstance(step, list):

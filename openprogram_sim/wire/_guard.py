@@ -518,14 +518,17 @@ class Acceptor:
         while True:
             try:
                 conn, _ = await loop.sock_accept(sock)
+            except (ConnectionAbortedError, InterruptedError):
+                continue  # the client gave up before it was accepted, as asyncio skips it
             except OSError as exc:
-                if exc.errno in _OUT_OF_RESOURCES:
-                    self.guard.accept_refused(exc)
-                    await asyncio.sleep(1.0)  # as asyncio waits before it tries again
-                    continue
                 if sock.fileno() < 0:
                     return  # the listener was closed: the server is stopping
-                raise
+                if exc.errno in _OUT_OF_RESOURCES:
+                    self.guard.accept_refused(exc)
+                else:
+                    self.guard.say(f"error: accept() failed: {exc}; tried again in a second")
+                await asyncio.sleep(1.0)  # as asyncio waits before it tries again
+                continue
             conn.setblocking(False)
             if conn.family in (socket.AF_INET, socket.AF_INET6):
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
