@@ -328,6 +328,9 @@ class WireServer:
             # limit_concurrency answers in plain text, so the guard keeps the cap instead
             http=functools.partial(choice.protocol, guard=self.guard),  # type: ignore[arg-type]
             loop=choice.loop,
+            # the app never reads the client's address or scheme, which uvicorn's proxy
+            # headers middleware rewrites from X-Forwarded-* (a layer on every request)
+            proxy_headers=False,
             lifespan="off",
             log_config=None,
             access_log=False,
