@@ -42,7 +42,7 @@ def raw_exchange(port: int, body: dict[str, Any], path: str = "/v1/chat/completi
             + data
         )
         answer = b""
-        while not answer.endswith(b"\r\n0\r\n\r\n"):
+        while not answer.endswith(b"\r\n0\r\n\r\n") and not whole(answer):
             more = await asyncio.wait_for(reader.read(65536), 10)
             if not more:
                 break
@@ -51,6 +51,15 @@ def raw_exchange(port: int, body: dict[str, Any], path: str = "/v1/chat/completi
         return answer
 
     return asyncio.run(go())
+
+
+def whole(answer: bytes) -> bool:
+    """``answer`` has a ``content-length`` and all of it came."""
+    head, sep, body = answer.partition(b"\r\n\r\n")
+    for line in head.lower().split(b"\r\n"):
+        if sep and line.startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
 
 
 def normalized(answer: bytes) -> bytes:
@@ -67,7 +76,8 @@ def normalized(answer: bytes) -> bytes:
             for name, _, value in (line.partition(b":") for line in headers)
             if name.lower() != b"date"
         )
-        end = rest.find(b"\r\n0\r\n\r\n")
+        length = [int(h.split(b":")[1]) for h in kept if h.startswith(b"content-length:")]
+        end = length[0] - 7 if length else rest.find(b"\r\n0\r\n\r\n")
         body, rest = (rest, b"") if end < 0 else (rest[: end + 7], rest[end + 7 :])
         out.append(b"\r\n".join([status, *kept]) + b"\r\n\r\n" + body)
     return b"|".join(out)
