@@ -68,9 +68,9 @@ __all__ = [
 Stack = Literal["auto", "fast", "pure"]
 """What the server runs on: ``pure`` asyncio's loop and the h11 parser (pure Python, the
 default install); ``fast`` uvloop's loop and the httptools parser (the ``fast`` extra,
-``pip install 'openprogram[fast]'``); ``auto`` fast when both are installed, else pure."""
+``pip install 'openprogram-sim[fast]'``); ``auto`` fast when both are installed, else pure."""
 
-FAST_EXTRA = "pip install 'openprogram[fast]'"
+FAST_EXTRA = "pip install 'openprogram-sim[fast]'"
 STACK_VARIABLE = "OPENPROGRAM_SIM_STACK"
 """Set to ``pure`` or ``fast`` to choose the stack of every server started with
 ``stack="auto"`` (the default), ``openprogram-sim serve`` included."""
@@ -642,7 +642,7 @@ def serve(
     property's verdict, which the HTML report shows.
 
     ``stack`` is what it runs on: ``auto`` (the default) uvloop + httptools when both are
-    installed (the ``fast`` extra: ``pip install 'openprogram[fast]'``), else asyncio + h11
+    installed (the ``fast`` extra: ``pip install 'openprogram-sim[fast]'``), else asyncio + h11
     (pure Python), or what ``$OPENPROGRAM_SIM_STACK`` (``pure``, ``fast``) says; ``fast``
     or ``pure`` asks for one (:attr:`WireServer.stack` says which).
     The same limits, answers and reports on either.

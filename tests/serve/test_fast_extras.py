@@ -94,7 +94,7 @@ def test_the_default_stack_is_fast_when_installed_and_the_variable_chooses(
         assert auto.stack == (
             "uvloop + httptools"
             if FAST
-            else "asyncio + h11 (pure Python; pip install 'openprogram[fast]' for uvloop + "
+            else "asyncio + h11 (pure Python; pip install 'openprogram-sim[fast]' for uvloop + "
             "httptools)"
         )
     monkeypatch.setenv(_server.STACK_VARIABLE, "pure")
@@ -119,7 +119,7 @@ def test_fast_without_the_extra_says_what_to_install(monkeypatch: pytest.MonkeyP
         WireServer(["hi"], stack="fast")
     assert str(caught.value) == (
         "stack='fast' needs uvloop and httptools (uvloop, httptools not installed): "
-        "pip install 'openprogram[fast]'"
+        "pip install 'openprogram-sim[fast]'"
     )
     assert _server.pick_stack("auto").label.startswith("asyncio + h11 (pure Python; pip")
 
@@ -144,7 +144,7 @@ def test_the_server_runs_in_a_python_without_the_extra(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "asyncio + h11 (pure Python; pip install 'openprogram[fast]' for uvloop + httptools)",
+        "asyncio + h11 (pure Python; pip install 'openprogram-sim[fast]' for uvloop + httptools)",
         "Hello.",
     ]
 
