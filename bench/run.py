@@ -366,6 +366,15 @@ def part_serve(quick: bool) -> dict[str, Any]:
     }
 
 
+def part_serve_peers(quick: bool) -> dict[str, Any]:
+    """``openprogram-sim serve`` against aimock and the same-stack floor
+    (``bench/serve_peers.py``): streamed OpenAI chat replies through a raw keep-alive client
+    at 1/10/50 connections, rates and CPU per reply; ``aimock`` says why when it is not
+    available (Node or the package missing)."""
+    data = _script(BENCH / "serve_peers.py", "--json", *(["--quick"] if quick else []))
+    return {k: v for k, v in data.items() if k not in ("bench", "python", "cpus")}
+
+
 def part_cassette(quick: bool) -> dict[str, Any]:
     script = BENCH / "cassette_replay.py"
     if not script.exists():
@@ -406,6 +415,7 @@ PARTS: dict[str, Callable[[bool], dict[str, Any]]] = {
     "memory": part_memory,
     "rss": part_rss,
     "serve": part_serve,
+    "serve_peers": part_serve_peers,
     "cassette": part_cassette,
 }
 
