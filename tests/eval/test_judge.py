@@ -109,6 +109,30 @@ def judged_eval(
     return path, result.samples, tmp_path / "eval" / slug
 
 
+def one_sample(server: WireServer, path: Path, tmp_path: Path) -> Any:
+    """``path`` evaluated once against ``server``'s sessions, samples under tmp_path/eval."""
+    options = EvalOptions(
+        model="openai:gpt-4o-mini",
+        base_url=server.url + "/s/{sample}/v1",
+        samples=1,
+        out=tmp_path / "eval",
+    )
+    (sample,) = evaluate(load_scenario(path), options).samples
+    return sample
+
+
+def eval_once(server: WireServer, path: Path, tmp_path: Path, samples: int = 1) -> Any:
+    """``openprogram-sim eval`` of ``path`` against ``server``, with ``--json``: what it
+    printed and the scenario's result."""
+    done = run_cli(
+        "eval", str(path), "--model", "openai:gpt-4o-mini", "--samples", str(samples),
+        "--base-url", server.url + "/s/{sample}/v1", "--out", str(tmp_path / "eval"),
+        "--json", str(tmp_path / "results.json"),
+    )  # fmt: skip
+    (result,) = json.loads((tmp_path / "results.json").read_text())["scenarios"]
+    return done, result
+
+
 PASSING = verdicts(names_status=("pass", 5), gives_date=("pass", 5))
 FAILING = verdicts(names_status=("pass", 5), gives_date=("pass", 3))  # below min_score 4
 
@@ -497,13 +521,7 @@ def test_a_judged_conversation_shows_the_judge_each_prompt_and_reply(
         )
         reply = {"c1": {"verdict": "pass", "score": 5, "reason": "both"}}
         server.open_session("talk-1-judge", [{"tool_calls": [{"record_verdicts": reply}]}])
-        options = EvalOptions(
-            model="openai:gpt-4o-mini",
-            base_url=server.url + "/s/{sample}/v1",
-            samples=1,
-            out=tmp_path / "eval",
-        )
-        (sample,) = evaluate(load_scenario(path), options).samples
+        sample = one_sample(server, path, tmp_path)
     assert sample.checks == {"judge.c1": True}
     cassette = yaml.safe_load((tmp_path / "eval" / "talk" / "sample-001.yaml").read_text())
     asked = cassette["interactions"][2]["request"]["body"]["json"]["messages"][1]["content"]
@@ -557,13 +575,7 @@ def test_a_judge_of_another_provider_is_recorded_scrubbed_and_replays(
         )
         reply = {"c1": {"verdict": "fail", "score": 1, "reason": "no"}}
         server.open_session("greet-1-judge", [{"tool_calls": [{"record_verdicts": reply}]}])
-        options = EvalOptions(
-            model="openai:gpt-4o-mini",
-            base_url=server.url + "/s/{sample}/v1",
-            samples=1,
-            out=tmp_path / "eval",
-        )
-        (sample,) = evaluate(load_scenario(path), options).samples
+        sample = one_sample(server, path, tmp_path)
     assert sample.checks == {"judge.c1": False}
     recorded = tmp_path / "eval" / "greet" / "sample-001.yaml"
     text = recorded.read_text()
@@ -590,13 +602,7 @@ def test_without_base_url_the_judge_goes_where_the_adapter_s_variable_says(
         path.write_text(SCENARIO.format(url=server.url).replace("    base_url:", "    # base_url:"))
         judge_url = server.open_session("the-judge", PASSING)
         monkeypatch.setenv("OPENAI_BASE_URL", judge_url)  # the run goes to --base-url
-        options = EvalOptions(
-            model="openai:gpt-4o-mini",
-            base_url=server.url + "/s/{sample}/v1",
-            samples=1,
-            out=tmp_path / "eval",
-        )
-        (sample,) = evaluate(load_scenario(path), options).samples
+        sample = one_sample(server, path, tmp_path)
         server.assert_consumed("the-judge")
     assert sample.passed, sample.failures
     cassette = yaml.safe_load((tmp_path / "eval" / "judged" / "sample-001.yaml").read_text())
@@ -679,13 +685,8 @@ def test_the_judge_s_tokens_are_priced_into_the_sample_s_cost(
         path = tmp_path / "judged.yaml"
         path.write_text(SCENARIO.format(url=server.url))
         server.open_session("judged-1-judge", PASSING)
-        done = run_cli(
-            "eval", str(path), "--model", "openai:gpt-4o-mini", "--samples", "1",
-            "--base-url", server.url + "/s/{sample}/v1", "--out", str(tmp_path / "eval"),
-            "--json", str(tmp_path / "results.json"),
-        )  # fmt: skip
+        done, result = eval_once(server, path, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    (result,) = json.loads((tmp_path / "results.json").read_text())["scenarios"]
     (sample,) = result["sample_results"]
     assert not any(sample["usage"].values())  # the served agent reports no tokens
     assert sample["judge_model"] == "openai:gpt-4o-mini"
