@@ -250,20 +250,6 @@ class _Interrupt:
             signal.signal(signal.SIGINT, previous)
 
 
-def _decision(result: Any) -> str:
-    test = result.test()
-    if test is None:
-        return "every sample must pass (no --threshold)"
-    bound = test.interval(result.passed, result.n)
-    level = f"{bound.confidence:.4g}"
-    how = {
-        "pass": f"lower bound {bound.low:.3f} > {test.threshold:g}",
-        "fail": f"upper bound {bound.high:.3f} < {test.threshold:g}",
-        "undecided": f"bound [{bound.low:.3f}, {bound.high:.3f}] holds {test.threshold:g}",
-    }[result.verdict]
-    return f"threshold {test.threshold:g}: {how} (Clopper-Pearson at {level})"
-
-
 def _stopping(result: Any) -> str:
     if result.stopped_early:
         return f"stopped after {result.n} of {result.max_samples} samples: the verdict was decided"
@@ -305,13 +291,15 @@ def _money_lines(result: Any) -> list[str]:
 
 def _result_text(result: Any, options: Any) -> str:
     """A scenario's lines in the summary."""
+    from openprogram_sim.eval import decision
+
     interval = result.interval
     head = (
         f"{_VERDICT[result.verdict]:9} {result.path}  {result.passed}/{result.n} passed "
         f"(rate {result.rate:.3f}, {options.confidence:.0%} interval {interval})"
     )
     lines = [head + ("  flaky" if result.flaky else "")]
-    lines.append(f"{_stopping(result)}; {_decision(result)}")
+    lines.append(f"{_stopping(result)}; {decision(result, threshold='--threshold')}")
     if result.n:
         lines.append("  ".join(f"pass@{k} {v:.3f}" for k, v in result.pass_at().items()))
         lines.append("expectations: " + "  ".join(

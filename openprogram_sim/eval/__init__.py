@@ -16,7 +16,7 @@ verdict (``openprogram-sim eval``; see docs/evals.md).
 """
 
 from openprogram_sim.eval._judge import APPLICABLE, NOT_APPLICABLE, Judgement, judge
-from openprogram_sim.eval._junit import eval_properties, eval_summary, write_eval_junit
+from openprogram_sim.eval._junit import decision, eval_properties, eval_summary, write_eval_junit
 from openprogram_sim.eval._options import EvalOptions, pyproject_limits, scenario_slug
 from openprogram_sim.eval._pricing import Price, PriceTable, load_pricing
 from openprogram_sim.eval._progress import ProgressBar
@@ -74,6 +74,7 @@ __all__ = [
     "binomial_sf",
     "clopper_pearson",
     "compare",
+    "decision",
     "eval_properties",
     "eval_records",
     "eval_summary",

@@ -104,11 +104,12 @@ def ending(result: ScenarioResult) -> str:
     return said
 
 
-def decision(result: ScenarioResult) -> str:
-    """How the verdict was reached: the sequential test's bound against the threshold."""
+def decision(result: ScenarioResult, *, threshold: str = "threshold") -> str:
+    """How the verdict was reached: the sequential test's bound against the threshold
+    (``threshold`` names the setting, ``--threshold`` where the CLI prints it)."""
     test = result.test()
     if test is None:
-        return "every sample must pass (no threshold)"
+        return f"every sample must pass (no {threshold})"
     if not result.n:
         return f"threshold {test.threshold:g}: no samples"
     bound = test.interval(result.passed, result.n)

@@ -31,7 +31,7 @@ from openprogram_sim.errors import SimError
 from openprogram_sim.eval._junit import decision, ending
 from openprogram_sim.eval._summary import Sample, ScenarioResult
 from openprogram_sim.play import run_scenario
-from openprogram_sim.report import embed_json, run_entry
+from openprogram_sim.report import embed_json, outcome_runs
 from openprogram_sim.scenario import CassetteModel, Scenario, load_scenario
 from openprogram_sim.trace import trace_calls
 
@@ -78,22 +78,7 @@ def sample_runs(scenario: Scenario, sample: Sample) -> tuple[list[dict[str, Any]
         outcome = run_scenario(_replay_scenario(scenario, sample.cassette))
     except SimError as exc:
         return [], f"no timeline: replaying {sample.cassette} failed ({exc})"
-    steps = outcome.steps if outcome.scenario.conversation is not None else [outcome]
-    runs = []
-    for i, step in enumerate(steps):
-        content = step.scenario.exec.content
-        label = content if content is not None else "(continue, no new prompt)"
-        if len(steps) > 1:
-            label = f"exec {i + 1}/{len(steps)}: {label}"
-        runs.append(
-            run_entry(
-                step.trace,
-                label=label,
-                usage=list(step.usage),
-                steering=[s.text for s in step.scenario.steering],
-                follow_ups=[f.text for f in step.scenario.follow_ups],
-            )
-        )
+    runs = outcome_runs(outcome)
     made = [
         {"name": c.name, "args": c.args, "depth": c.depth, "round": c.round}
         for c in trace_calls(outcome.trace)

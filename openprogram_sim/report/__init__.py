@@ -41,6 +41,7 @@ from openprogram_sim.report._junit import served_junit, session_junit, write_ses
 from openprogram_sim.report._records import (
     format_verdict,
     invalid_record,
+    outcome_runs,
     python_record,
     run_entry,
     scenario_props,
@@ -74,6 +75,7 @@ __all__ = [
     "pack_runs",
     "python_record",
     "render_report",
+    "outcome_runs",
     "run_entry",
     "scenario_props",
     "scenario_record",

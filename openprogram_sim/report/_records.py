@@ -32,11 +32,12 @@ from openprogram_sim.report._timeline import build_timeline
 if TYPE_CHECKING:
     from openprogram.types import Usage
     from openprogram_sim.errors import ScenarioError
-    from openprogram_sim.play import Verdict
+    from openprogram_sim.play import RunOutcome, Verdict
 
 __all__ = [
     "format_verdict",
     "invalid_record",
+    "outcome_runs",
     "plain",
     "python_record",
     "run_entry",
@@ -126,11 +127,10 @@ def format_verdict(verdict: Verdict) -> str:
     return "\n\n".join(parts)
 
 
-def _scenario_runs(verdict: Verdict) -> list[dict[str, Any]]:
-    """The scenario's run; a conversation's execs each as a run of its own, labelled by its
-    place and prompt (each exec a section of the report, its entries numbered from its
-    start, as its failures number them)."""
-    outcome = verdict.outcome
+def outcome_runs(outcome: RunOutcome) -> list[dict[str, Any]]:
+    """A run's entries for the report; a conversation's execs each as a run of its own,
+    labelled by its place and prompt (each exec a section of the report, its entries
+    numbered from its start, as its failures number them)."""
     steps = outcome.steps if outcome.scenario.conversation is not None else [outcome]
     runs = []
     for i, step in enumerate(steps):
@@ -182,7 +182,7 @@ def scenario_record(verdict: Verdict, *, id: str, path: str) -> dict[str, Any]:
         "issues": [],
         "result": plain(result) if result is not None else None,
         "error": outcome.error_text,
-        "runs": _scenario_runs(verdict),
+        "runs": outcome_runs(verdict.outcome),
         **expectation_checks(verdict),
         "behaviours": _behaviours(verdict),
     }
