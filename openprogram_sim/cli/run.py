@@ -380,7 +380,7 @@ def _print_json(results: list[ScenarioResult], elapsed: float, extra: dict[str, 
     text = json.dumps(scrub.value(_plain(head)), indent=2)
     out.write(text[:-2] + ',\n  "scenarios": [')  # the object left open after "summary"
     for i, result in enumerate(results):
-        item = json.dumps(scrub.value(_plain(result.to_json())), indent=2)
+        item = json.dumps(scrub.value(result.to_json()), indent=2)  # plain JSON already
         out.write(("," if i else "") + "\n    " + item.replace("\n", "\n    "))
     out.write("\n  ]" if results else "]")
     for key, value in scrub.value(_plain(extra)).items():

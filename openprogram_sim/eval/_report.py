@@ -29,11 +29,10 @@ from markupsafe import Markup
 from openprogram_sim.cassettes._atomic import atomic_write
 from openprogram_sim.errors import SimError
 from openprogram_sim.eval._junit import decision, ending
-from openprogram_sim.eval._summary import Sample, ScenarioResult
+from openprogram_sim.eval._summary import Sample, ScenarioResult, sample_calls
 from openprogram_sim.play import run_scenario
 from openprogram_sim.report import embed_json, outcome_runs
 from openprogram_sim.scenario import CassetteModel, Scenario, load_scenario
-from openprogram_sim.trace import trace_calls
 
 __all__ = ["eval_records", "render_eval_report", "sample_runs", "write_eval_report"]
 
@@ -79,10 +78,7 @@ def sample_runs(scenario: Scenario, sample: Sample) -> tuple[list[dict[str, Any]
     except SimError as exc:
         return [], f"no timeline: replaying {sample.cassette} failed ({exc})"
     runs = outcome_runs(outcome)
-    made = [
-        {"name": c.name, "args": c.args, "depth": c.depth, "round": c.round}
-        for c in trace_calls(outcome.trace)
-    ]
+    made = sample_calls(outcome.trace)
     if _plain(made) != _plain(sample.calls):
         made_by = ", ".join(_call_text(c) for c in sample.calls) or "no tool calls"
         return runs, (

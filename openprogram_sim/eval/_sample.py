@@ -15,11 +15,10 @@ from openprogram_sim.cassettes import Cassette
 from openprogram_sim.errors import SimError
 from openprogram_sim.eval._judge import judge
 from openprogram_sim.eval._options import EvalOptions
-from openprogram_sim.eval._summary import Sample
+from openprogram_sim.eval._summary import Sample, sample_calls
 from openprogram_sim.eval._verdict import ask_recorded
 from openprogram_sim.play import RunOutcome, arun_scenario
 from openprogram_sim.scenario import CriterionVerdict, JudgeError, Scenario, judge_changes
-from openprogram_sim.trace import trace_calls
 
 __all__ = ["SETUP_STATUSES", "EvalSetupError", "replay_sample", "run_sample"]
 
@@ -95,10 +94,7 @@ def _sample(
             f"{where}: sample {index}: {session.judge_error} (the sample's cassette: {path})"
         ) from session.judge_error
     judgement = judge(outcome, session.verdicts)
-    calls = [
-        {"name": c.name, "args": c.args, "depth": c.depth, "round": c.round}
-        for c in trace_calls(outcome.trace)
-    ]
+    calls = sample_calls(outcome.trace)
     usage = Usage()
     for used in outcome.usage:
         if used is not None:

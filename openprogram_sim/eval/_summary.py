@@ -15,14 +15,25 @@ from openprogram_sim.eval._stats import (
     pass_at_k,
     wilson,
 )
+from openprogram_sim.trace import trace_calls
 
-__all__ = ["JSON_VERSION", "Change", "Regression", "Sample", "ScenarioResult", "compare"]
+__all__ = [
+    "JSON_VERSION", "Change", "Regression", "Sample", "ScenarioResult", "compare", "sample_calls",
+]  # fmt: skip
 
 JSON_VERSION = 1
 """The version of the ``--json`` file's layout."""
 
 PASS_AT = (1, 3, 5, 10, 20, 50, 100)
 """The k of pass@k reported (those up to the number of samples)."""
+
+
+def sample_calls(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run's tool calls as :attr:`Sample.calls` keeps them (its trajectory)."""
+    return [
+        {"name": c.name, "args": c.args, "depth": c.depth, "round": c.round}
+        for c in trace_calls(trace)
+    ]
 
 
 @dataclass(slots=True, kw_only=True)
