@@ -31,11 +31,15 @@ JSON object as the last line of its output. Rows:
 - ``rss_growth_pct``: resident memory after 1,000 runs of a 50-round scenario against after
   100;
 - ``serve_*``: the wire server (``bench/serve_throughput.py``): streamed 10-piece replies
-  per second against a hello-world floor on the same stack;
+  per second against a hello-world floor on the same stack; ``serve_x_aimock_c*`` /
+  ``serve_x_floor_c*`` (``bench/serve_peers.py``): replies per second at 1, 10 and 50
+  keep-alive clients against aimock and against the floor, measured by a raw client;
 - ``cassette_*``: cassette replay, when ``bench/cassette_replay.py`` exists.
 
 Timing on a shared machine is noisy: compare the rows of one run, not runs of different
-days; every part keeps the best of a few repeats.
+days; every part keeps the best of a few repeats. The one-minute load average is taken as
+each part starts (``load_by_part``) and at the end; ``--markdown`` prints the run as one
+table with them, and ``--record`` puts that table at the top of ``bench/README.md``'s runs.
 
 Bytecode caches are on for every part, as on a user's machine, even where the environment
 turns them off (``PYTHONDONTWRITEBYTECODE``, set on this project's CI machines): without
@@ -444,6 +448,9 @@ GOALS = {
     "rss_growth_pct": ("< 10 %", lambda v: v < 10),
     "run_rss_ratio": ("≤ 2x", lambda v: v <= 2),
     "serve_rss_ratio": ("≤ 1.5x", lambda v: v <= 1.5),
+    # issue 28 goal 1: each client count against aimock and the same stack's floor
+    **{f"serve_x_aimock_c{c}": ("≥ 1.5x", lambda v: v >= 1.5) for c in (1, 10, 50)},
+    **{f"serve_x_floor_c{c}": ("≥ 0.8x", lambda v: v >= 0.8) for c in (1, 10, 50)},
 }
 
 
@@ -454,6 +461,56 @@ def _part_in_subprocess(name: str, quick: bool) -> dict[str, Any]:
         print(f"part {name} failed:\n{done.stdout[-1500:]}{done.stderr[-1500:]}", file=sys.stderr)
         return {}
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,}"
+
+
+def markdown(rows: dict[str, Any], parts: dict[str, dict[str, Any]]) -> str:
+    """One run as the Markdown table ``bench/README.md`` keeps: a heading with the commit,
+    the date and the load average over the run, then a row per figure with its part's load
+    average when the part started (a run takes minutes; the load moves)."""
+    lines = [
+        f"### {rows['date']}, commit `{rows['commit']}`, load average {rows['load_average']}"
+        f" → {rows['load_average_after']}{' (quick)' if rows.get('quick') else ''}",
+        "",
+        f"Python {rows['python']}, {rows['cpus']} cpus.",
+        "",
+        "| part | row | value | goal | | load |",
+        "|---|---|---:|---|---|---:|",
+    ]
+    for part, info in parts.items():
+        for key in info["keys"]:
+            value = rows[key]
+            if isinstance(value, (list, dict)):
+                continue
+            goal, ok = GOALS.get(key, ("", None))
+            verdict = "" if ok is None or value is None else ("met" if ok(value) else "**not met**")
+            lines.append(
+                f"| {part} | `{key}` | {_shown(value)} | {goal} | {verdict} | {info['load']} |"
+            )
+    return "\n".join(lines)
+
+
+RUNS_MARK = "<!-- bench/run.py --record puts each run here, newest first -->"
+
+
+def record(table: str, readme: Path = BENCH / "README.md") -> None:
+    """Put ``table`` at the top of the README's runs (below :data:`RUNS_MARK`)."""
+    text = readme.read_text(encoding="utf-8")
+    if RUNS_MARK not in text:
+        raise SystemExit(f"{readme}: no line {RUNS_MARK!r} to put the run below; add it back")
+    head, _, tail = text.partition(RUNS_MARK)
+    readme.write_text(f"{head}{RUNS_MARK}\n\n{table}\n\n{tail.lstrip()}", encoding="utf-8")
 
 
 def _commit() -> str:
@@ -469,6 +526,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     parser.add_argument("--part", choices=list(PARTS), help=argparse.SUPPRESS)
     parser.add_argument("--only", action="append", choices=list(PARTS), help="run these parts")
+    parser.add_argument(
+        "--markdown", action="store_true", help="also print the run's Markdown table"
+    )
+    parser.add_argument(
+        "--record", action="store_true", help="put the run's table into bench/README.md's runs"
+    )
     args = parser.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # see the module docstring
     sys.dont_write_bytecode = False
@@ -476,21 +539,39 @@ def main() -> None:
         print(json.dumps(PARTS[args.part](args.quick)))
         return
     rows: dict[str, Any] = {}
+    parts: dict[str, dict[str, Any]] = {}
+    started = _load()
     for name in args.only or PARTS:
-        rows.update(_part_in_subprocess(name, args.quick))
-    rows["commit"] = _commit()
-    rows["python"] = platform.python_version()
-    rows["cpus"] = os.cpu_count()
-    rows["load_average"] = round(os.getloadavg()[0], 2)
-    print(f"openprogram benchmarks, commit {rows['commit']}, Python {rows['python']}, "
-          f"{rows['cpus']} cpus, load average {rows['load_average']}")  # fmt: skip
+        load = _load()
+        got = _part_in_subprocess(name, args.quick)
+        rows.update(got)
+        parts[name] = {"load": load, "keys": list(got)}
+    meta = {
+        "commit": _commit(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average": started,
+        "load_average_after": _load(),
+        "load_by_part": {name: info["load"] for name, info in parts.items()},
+        "quick": args.quick,
+    }
+    print(f"openprogram benchmarks, commit {meta['commit']}, Python {meta['python']}, "
+          f"{meta['cpus']} cpus, load average {meta['load_average']} → "
+          f"{meta['load_average_after']}")  # fmt: skip
     for key, value in rows.items():
-        if key in ("commit", "python", "cpus", "load_average"):
-            continue
         goal, ok = GOALS.get(key, ("", None))
         verdict = "" if ok is None or value is None else ("met" if ok(value) else "NOT met")
         shown = "null" if value is None else f"{value:,}" if isinstance(value, int) else value
         print(f"  {key:<34} {shown!s:>12}   {goal:<10} {verdict}")
+    rows.update(meta)
+    if args.markdown or args.record:
+        table = markdown(rows, parts)
+        if args.markdown:
+            print(table)
+        if args.record:
+            record(table)
+            print(f"the run's table is in {BENCH / 'README.md'}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows))
 
