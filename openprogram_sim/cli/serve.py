@@ -49,7 +49,8 @@ def banner(server: Any, title: str, turns: int) -> str:
     width = max(len(r[0]) for r in rows)
     lines = [
         f"openprogram-sim serve: {title} ({turns} scripted turn{'s' if turns != 1 else ''})",
-        f"listening on {url}  (Ctrl-C to stop); base URLs (SDKs and openprogram alike):",
+        f"listening on {url}  ({server.stack}; Ctrl-C to stop); base URLs (SDKs and "
+        "openprogram alike):",
         *(f"  {name.ljust(width)}  {link}  {what}" for name, link, what in rows),
         f"sessions: {url}/s/NAME/... (e.g. {url}/s/NAME/v1) plays a fresh copy of the "
         f"script per NAME; GET {url}/s/NAME/trace gives a live one's trace (JSON)",

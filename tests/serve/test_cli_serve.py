@@ -80,6 +80,8 @@ def test_banner_names_each_apis_base_url() -> None:
     assert code == 1  # nothing was served
     banner = BANNERS[url]
     assert banner.startswith("openprogram-sim serve: research tides, then answer (2 scripted")
+    # the stack it runs on: the fast one here, where the test extra installs uvloop + httptools
+    assert f"listening on {url}  (uvloop + httptools; Ctrl-C to stop)" in banner
     assert f"OpenAI (Chat, Responses)  {url}/v1  base_url" in banner
     assert f"Bedrock                   {url}  endpoint_url" in banner
     assert f"Anthropic                 {url}  base_url or ANTHROPIC_BASE_URL" in banner
