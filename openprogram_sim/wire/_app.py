@@ -21,6 +21,7 @@ And for the sessions themselves::
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 import threading
@@ -28,10 +29,11 @@ import time
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from starlette.routing import BaseRoute, Mount, Route, Router
-from starlette.types import Message, Receive, Scope, Send
+from starlette.routing import BaseRoute, Match, Mount, Route, Router
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from openprogram_sim.errors import WireEncodeError
 from openprogram_sim.models import Turn, TurnLike, WireFault, split_turn
@@ -42,6 +44,7 @@ from openprogram_sim.wire._delivering import (
     Delivering,
     declared_too_large,
     read_body,
+    response_headers,
     send_whole,
 )
 from openprogram_sim.wire._encode import served_call_ids
@@ -49,7 +52,6 @@ from openprogram_sim.wire._errors import error_response
 from openprogram_sim.wire._faults import Delivery, deliver
 from openprogram_sim.wire._openai_responses import ResponsesRefused
 from openprogram_sim.wire._plan import CREATED, JSON_TYPE, WireResponse, json_text
-from openprogram_sim.wire._scripted import CREDENTIAL_HEADERS, mask_headers, mask_url
 from openprogram_sim.wire._session import (
     EndedSessions,
     RequestBudget,
@@ -67,6 +69,7 @@ __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_TTL",
+    "BODY_IN",
     "CLOSE",
     "FULL",
     "Refused",
@@ -94,6 +97,10 @@ of N bytes may take ``body_timeout + N / body_min_rate`` seconds in all."""
 CLOSE = "openprogram_sim.close"
 """The scope key the app sets on a request whose connection must end after its answer (the
 client may still be sending): the server closes it without a reset under the answer."""
+
+BODY_IN = "openprogram_sim.body_in"
+"""The scope key the server sets on a request whose whole body had arrived when the app
+was called (its first read of the body cannot wait, so it goes without a timer)."""
 
 FULL = "openprogram_sim.full"
 """The scope key the server sets on a request that arrived while ``max_connections``
@@ -194,7 +201,13 @@ class _Paced:
     seconds of the last, and the whole body of N bytes within ``timeout + N / min_rate``
     seconds of the first read (a body trickled a byte at a time is cut off too); and
     :class:`Stopping` once the server stops (``stopping`` is set; the server wakes the
-    read), so a slow body does not hold the shutdown."""
+    read), so a slow body does not hold the shutdown.
+
+    One timer keeps both limits for the whole body (not one per piece): it is armed when a
+    read first waits, and when it goes off it ends the read if the limit has passed, else
+    it is armed again for the limit as it stands (each piece moves it later). ``ready``:
+    the whole body has arrived (the server says so, :data:`BODY_IN`), so the first read
+    cannot wait and goes without a timer. :meth:`close` once the body is read."""
 
     def __init__(
         self,
@@ -202,6 +215,8 @@ class _Paced:
         timeout: float | None,
         min_rate: int | None,
         stopping: asyncio.Event,
+        *,
+        ready: bool = False,
     ) -> None:
         self.receive = receive
         self.timeout = timeout
@@ -209,6 +224,16 @@ class _Paced:
         self.stopping = stopping
         self.start = time.monotonic()
         self.size = 0
+        self.ready = ready
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._deadline = 0.0
+        """When the read under way must have its piece (the loop's clock)."""
+        self._armed = 0.0
+        """The deadline the timer was set for."""
+        self._whole = False
+        """That deadline is the whole body's (``min_rate``), not the idle limit's."""
+        self._expired = False
 
     def _wait(self, now: float) -> float | None:
         """Seconds the next piece may take (``None``: no limit)."""
@@ -218,28 +243,79 @@ class _Paced:
             return self.timeout
         return min(self.timeout, self.start + self.timeout + self.size / self.min_rate - now)
 
+    def _too_slow(self, now: float) -> BodyTimeout:
+        return BodyTimeout(
+            f"{self.size} byte(s) in {now - self.start:.1f} s, where a body may take "
+            f"{self.timeout:g} s plus 1 s per {self.min_rate} bytes (body_timeout, "
+            "body_min_rate)"
+        )
+
     async def __call__(self) -> Message:
-        now = time.monotonic()
-        wait = self._wait(now)
-        if wait is not None and wait <= 0:
-            raise BodyTimeout(
-                f"{self.size} byte(s) in {now - self.start:.1f} s, where a body may take "
-                f"{self.timeout:g} s plus 1 s per {self.min_rate} bytes (body_timeout, "
-                "body_min_rate)"
-            )
-        try:
-            async with asyncio.timeout(wait):
+        if self.ready:
+            self.ready = False  # the body is in: this read does not wait
+            message = await self.receive()
+        else:
+            now = time.monotonic()
+            wait = self._wait(now)
+            if wait is not None and wait <= 0:
+                raise self._too_slow(now)
+            if wait is None:
                 message = await self.receive()
-        except TimeoutError:
-            if wait is not None and self.timeout is not None and wait < self.timeout:
-                return await self()  # the whole body's time ran out: say so
-            raise BodyTimeout(
-                f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
-            ) from None
+            else:
+                message = await self._timed(wait)
         if self.stopping.is_set() and message.get("more_body", False):
             raise Stopping  # the server woke this read to stop (GuardedH11.shutdown)
         self.size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            self.close()
         return message
+
+    async def _timed(self, wait: float) -> Message:
+        """``receive`` with the body's timer set to end it ``wait`` seconds from now."""
+        loop = asyncio.get_running_loop()
+        task = self._task = asyncio.current_task()
+        assert task is not None
+        self._deadline = loop.time() + wait
+        self._whole = self.timeout is not None and wait < self.timeout
+        if self._timer is None:
+            self._armed = self._deadline
+            self._timer = loop.call_at(self._deadline, self._due)
+        cancelling = task.cancelling()
+        try:
+            return await self.receive()
+        except asyncio.CancelledError:
+            if self._expired:
+                self._expired = False
+                if task.uncancel() <= cancelling:
+                    if self._whole:  # the whole body's time ran out: say so
+                        raise self._too_slow(time.monotonic()) from None
+                    raise BodyTimeout(
+                        f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
+                    ) from None
+            raise
+        finally:
+            self._task = None
+
+    def _due(self) -> None:
+        """The timer went off: end the read under way if its limit passed, else wait on
+        for the limit as it stands (a piece came meanwhile)."""
+        self._timer = None
+        task = self._task
+        if task is None or task.done():
+            return  # no read is waiting (the body came between two reads)
+        if self._deadline > self._armed:  # a piece came since: wait for the new limit
+            self._armed = self._deadline
+            self._timer = asyncio.get_running_loop().call_at(self._deadline, self._due)
+            return
+        self._expired = True
+        task.cancel()
+
+    def close(self) -> None:
+        """The body is read (or its read given up): stop the timer."""
+        timer = self._timer
+        if timer is not None:
+            self._timer = None
+            timer.cancel()
 
 
 _CONVERSATIONS = re.compile(r"/v1/conversations(/|$)")
@@ -353,10 +429,39 @@ class WireApp:
             ],
             default=self._not_found,
         )
+        self._direct = _direct_routes(self._router, routes)
+
+    @property
+    def router(self) -> Router:
+        """Starlette's router over every route. The routes without path parameters
+        (``/v1/chat/completions`` and the like, also under ``/s/{session}``) are found by a
+        look-up of the method and path first, which gives the route the router gives; a
+        router set in its place is used as it is, for every request."""
+        return self._router
+
+    @router.setter
+    def router(self, router: Router) -> None:
+        self._router = router
+        self._direct: dict[tuple[str, str], ASGIApp] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            await self.router(scope, receive, send)
+        if scope["type"] != "http":
+            return
+        direct = self._direct
+        if direct and not scope.get("root_path"):
+            method, path = scope["method"], scope["path"]
+            found = direct.get((method, path))
+            if found is not None:
+                await found(scope, receive, send)
+                return
+            if path.startswith("/s/"):  # /s/{session}/...: the Mount's routes
+                name, sep, rest = path[3:].partition("/")
+                found = direct.get((method, "/" + rest)) if name and sep else None
+                if found is not None:
+                    scope["path_params"] = {**scope.get("path_params", {}), "session": name}
+                    await found(scope, receive, send)
+                    return
+        await self._router(scope, receive, send)
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -505,10 +610,14 @@ class WireApp:
             if self.full == 1 and self.log is not None:
                 self.log(f"error: {full} (further refusals are counted in the report)")
             raise Refused(503, full, should_retry=True, retry_after=1, close=True)
+        paced: _Paced | None = None
         try:
             if declared_too_large(scope["headers"], self.max_body):
                 raise BodyTooLarge(self.max_body or 0)
-            paced = _Paced(receive, self.body_timeout, self.body_min_rate, self.stopping())
+            paced = _Paced(
+                receive, self.body_timeout, self.body_min_rate, self.stopping(),
+                ready=scope.get(BODY_IN, False),
+            )  # fmt: skip
             return await read_body(paced, self.max_body)
         except BodyTooLarge as exc:
             message = self.too_large(exc.limit)
@@ -526,6 +635,9 @@ class WireApp:
             )
             self.charge(name, message)
             raise Refused(408, message, close=True) from None
+        finally:
+            if paced is not None:
+                paced.close()
 
     def too_large(self, limit: int) -> str:
         return (
@@ -736,39 +848,50 @@ class _ModelCall:
         self.app = app
         self.api = api
         self.stream = stream  # None: the body's "stream" says
+        self._ready: dict[tuple[int, int, bool, str], _Ready | None] = {}
+        """Each turn's answer ready to send (see :class:`_Ready`), by turn, fault, stream
+        and model (``None``: the turn's answer is delivered step by step, or cannot be
+        kept ready); at most :data:`_KEPT_READY`, the oldest dropped first."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        params = scope.get("path_params", {})
+        params = scope.get("path_params", _NO_PARAMS)
         name = params.get("session")
         problem = name_problem(name)
+        app = self.app
         if problem is not None:
-            self.app.charge(None, problem)
+            app.charge(None, problem)
             await send_whole(send, error_response(self.api, 400, problem, should_retry=False))
             return
         try:
-            raw = await self.app.read(scope, receive, name)
+            raw = await app.read(scope, receive, name)
         except ClientGone:
             return
         except Refused as exc:
             await exc.send(scope, send, self.api)
             return
-        session = self.app.enter(name)
+        session = app.enter(name)
         if session is None:
             await send_whole(send, self._refusal(params["session"]))
             return
         served: Served | None = None
         try:
+            answer: Delivery | tuple[int, list[tuple[bytes, bytes]], bytes]
             try:
-                delivery, served = self._answer(scope, raw, session, params)
+                answer, served = self._answer(scope, raw, session, params)
             except Exception as exc:
                 why = f"{type(exc).__name__}: {exc}"
                 message = f"openprogram-sim: the request could not be answered: {why}"
-                delivery = self._fail(session, 500, message)
-            await Delivering(delivery, receive, send, self.app.stopping(), session).run()
+                answer = self._fail(session, 500, message)
+            if isinstance(answer, Delivery):
+                await Delivering(answer, receive, send, app.stopping(), session).run()
+            else:  # ready: the head, then the body and its end in one send
+                status, head, body = answer
+                await send({"type": "http.response.start", "status": status, "headers": head})
+                await send({"type": "http.response.body", "body": body})
         finally:
             if served is not None:
                 served.ended = time.monotonic()
-            self.app.leave(session)
+            app.leave(session)
 
     def _refusal(self, name: str) -> WireResponse:
         message = (
@@ -783,65 +906,90 @@ class _ModelCall:
 
     def _answer(
         self, scope: Scope, raw: bytes, session: Session, params: dict[str, Any]
-    ) -> tuple[Delivery, Served | None]:
-        """The delivery for one model call, and what it serves (``None``: a malformed
-        request, which is no model call)."""
+    ) -> tuple[Delivery | tuple[int, list[tuple[bytes, bytes]], bytes], Served | None]:
+        """The answer to one model call (a delivery, or a ready answer's status, head and
+        body), and what it serves (``None``: a malformed request, which is no model
+        call)."""
         api = self.api
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except (ValueError, RecursionError):  # a body nested too deep: RecursionError
-            body = None
+        body = _parse(raw)
         streams = isinstance(body, dict) and body.get("stream") is True
         stream = self.stream if self.stream is not None else streams
-        request = session.record(_recorded(scope, api, stream, body, raw), raw)
-        header = _key_in(scope, raw)
-        if header is not None:
-            session.key_in_body(request, header)
+        # the full path: the /s/{session} Mount puts its prefix in root_path, and Starlette
+        # keeps it in path too (older versions stripped it from path)
+        path, root = scope["path"], scope.get("root_path", "")
+        if not path.startswith(root):
+            path = root + path
+        index = session.arrive(
+            api, stream, scope["method"], scope.get("server"), path,
+            scope.get("query_string", b""), scope["headers"], raw, body is not None,
+        )  # fmt: skip
         problem = _malformed(api, body)
         if problem is not None:
-            return self._fail(session, 400, f"request #{request.index} ({api}): {problem}"), None
+            return self._fail(session, 400, f"request #{index} ({api}): {problem}"), None
         try:
             whole = self._whole(session, body)
         except (ResponsesRefused, ThreadRefused) as exc:
-            self._fail(session, 400, f"request #{request.index} ({api}): {exc.message}")
+            self._fail(session, 400, f"request #{index} ({api}): {exc.message}")
             return Delivery(response=exc.answer()), None
         if whole is not body:
-            session.whole_body(request, whole)
-        taken = session.take(request)
+            session.whole_body(index, whole)
+        taken = session.take(index)
         if taken is None:
             message = (
-                f"openprogram-sim: the script is exhausted: request #{request.index} ({api}) "
+                f"openprogram-sim: the script is exhausted: request #{index} ({api}) "
                 f"has no scripted turn; the script has {len(self.app.script)}. Add a turn to "
                 "the scenario's model:, or check why the client called again."
             )
             failed = Served(status=400, stop_reason="error", error=message)
-            session.served_with(request, failed)
+            session.served_with(index, failed)
             return self._fail(session, 400, message), failed
         number, turn, fault = taken
         if self.app.log is not None:
             where = "" if session.name is None else f"[{shown(session.name)}] "
             mode = "stream" if stream else "json"
-            self.app.log(
-                f"{where}#{request.index} {api} ({mode}) <- turn {number}/{len(self.app.script)}"
-            )
-        model = params.get("model") or (body.get("model") if isinstance(body, dict) else None)
-        try:
-            delivery = deliver(
-                api, turn, fault, stream=stream, model=str(model or "scripted"),
-                seq=request.index, chunk_size=self.app.chunk_size,
-            )  # fmt: skip
-        except (WireEncodeError, ValueError) as exc:
-            message = f"openprogram-sim: turn {number} cannot be served on {api}: {exc}"
-            delivery = self._fail(session, 500, message)
-            served = Served(status=500, stop_reason="error", error=message)
+            self.app.log(f"{where}#{index} {api} ({mode}) <- turn {number}/{len(self.app.script)}")
+        model = str(
+            params.get("model") or (body.get("model") if isinstance(body, dict) else None)
+            or "scripted"
+        )  # fmt: skip
+        answer: Delivery | tuple[int, list[tuple[bytes, bytes]], bytes]
+        ready = self._ready_for(turn, fault, stream, model)
+        if ready is not None:
+            answer, served = ready.answer(index), ready.served(api, turn, index)
         else:
-            served = _served(api, turn, delivery, request.index)
-            if api == "openai-responses":
-                session.responses.keep(request.index, whole, served)
-            elif api == "anthropic" and whole.get("thread") is not None:
-                self.app.threads(session).keep(request.index, whole, served)
-        session.served_with(request, served)
-        return delivery, served
+            try:
+                answer = deliver(
+                    api, turn, fault, stream=stream, model=model, seq=index,
+                    chunk_size=self.app.chunk_size,
+                )  # fmt: skip
+            except (WireEncodeError, ValueError) as exc:
+                message = f"openprogram-sim: turn {number} cannot be served on {api}: {exc}"
+                answer = self._fail(session, 500, message)
+                served = Served(status=500, stop_reason="error", error=message)
+                session.served_with(index, served)
+                return answer, served
+            served = _served(api, turn, answer, index)
+        if api == "openai-responses":
+            session.responses.keep(index, whole, served)
+        elif api == "anthropic" and whole.get("thread") is not None:
+            self.app.threads(session).keep(index, whole, served)
+        session.served_with(index, served)
+        return answer, served
+
+    def _ready_for(self, turn: Turn, fault: WireFault, stream: bool, model: str) -> _Ready | None:
+        """``turn``'s answer ready to send (made on first use; again when the turn or its
+        fault was changed in place), or ``None`` when it is delivered step by step."""
+        key = (id(turn), id(fault), stream, model)
+        kept = self._ready.get(key, _UNSEEN)
+        if kept is not _UNSEEN and (kept is None or kept.holds(turn, fault)):
+            return kept
+        ready = _Ready.make(self.api, turn, fault, stream, model, self.app.chunk_size)
+        cache = self._ready
+        cache.pop(key, None)
+        cache[key] = ready
+        if len(cache) > _KEPT_READY:
+            del cache[next(iter(cache))]
+        return ready
 
     def _whole(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as the whole conversation, on the APIs whose server keeps one: OpenAI
@@ -860,19 +1008,171 @@ class _ModelCall:
         return Delivery(response=error_response(self.api, status, message, should_retry=False))
 
 
-def _recorded(scope: Scope, api: str, stream: bool, body: Any, raw: bytes) -> dict[str, Any]:
-    """A request's fields as :class:`WireRequest` keeps them, credentials masked."""
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-    return {
-        "api": api,
-        "stream": stream,
-        "method": scope["method"],
-        "url": mask_url(_url(scope)),
-        "headers": mask_headers(headers),
-        "body": body,
-        # one form of the body is kept: the parsed one, else (not JSON) its bytes
-        "raw": b"" if body is not None else raw,
-    }
+_NO_PARAMS: dict[str, Any] = {}
+_UNSEEN: Any = object()
+_KEPT_READY = 256
+"""Ready answers one model-call route keeps (per turn, fault, stream and model name)."""
+
+_MARK = 9_081_726_354
+"""Stands for the request's number while an answer is made ready (see :class:`_Ready`)."""
+_CHECK = 37
+"""A number of another length, to check a ready answer against :func:`deliver`."""
+
+
+@dataclass(slots=True)
+class _Ready:
+    """A turn's answer sent at once (no wait, no pause, no cut, no hold: most answers),
+    kept ready: the status, the headers as bytes, and the body split where the request's
+    number goes (ids like ``chatcmpl-wire7``), so an answer costs a join; and what it
+    serves, less the call ids. Made only when the number joined in gives, for a number of
+    another length, what :func:`deliver` gives; the turn and fault are kept with a copy
+    each, so one changed in place is made again."""
+
+    turn: Turn
+    turn_copy: Turn
+    fault: WireFault
+    fault_copy: WireFault
+    status: int
+    head: list[tuple[bytes, bytes]]
+    """The response headers (without ``content-length``)."""
+    parts: list[bytes]
+    whole: bool
+    """The body is one piece of known length: a ``content-length`` header (else
+    chunked)."""
+    text: str
+    stop_reason: str
+    error: str | None
+    retry_after: float | None
+
+    def holds(self, turn: Turn, fault: WireFault) -> bool:
+        """Whether this is still the answer to ``turn`` and ``fault`` (neither was changed
+        in place since it was made)."""
+        return (
+            self.turn is turn
+            and self.fault is fault
+            and self.turn_copy == turn
+            and self.fault_copy == fault
+        )
+
+    @classmethod
+    def make(
+        cls, api: str, turn: Turn, fault: WireFault, stream: bool, model: str, chunk_size: int
+    ) -> _Ready | None:
+        """The ready answer, or ``None`` (delivered step by step, or not the same)."""
+        try:
+            marked, check = (
+                deliver(
+                    api, turn, fault, stream=stream, model=model, seq=seq, chunk_size=chunk_size
+                )
+                for seq in (_MARK, _CHECK)
+            )
+        except (WireEncodeError, ValueError):
+            return None  # said when it is served
+        if not (_at_once(marked) and _at_once(check)):
+            return None
+        response = marked.response
+        parts = response.body.split(str(_MARK).encode())
+        whole = len(response.chunks) == 1
+        head = response_headers(response, None)
+        ready = cls(
+            turn, copy.deepcopy(turn), fault, copy.deepcopy(fault), response.status, head,
+            parts, whole, "", "", None, None,
+        )  # fmt: skip
+        served = _served(api, turn, check, _CHECK)
+        ready.text, ready.stop_reason = served.text, served.stop_reason
+        ready.error, ready.retry_after = served.error, served.retry_after
+        if ready.answer(_CHECK) != _sent(check) or ready.served(api, turn, _CHECK) != served:
+            return None
+        return ready
+
+    def answer(self, seq: int) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """The status, headers and body of answer number ``seq``."""
+        parts = self.parts
+        body = parts[0] if len(parts) == 1 else str(seq).encode().join(parts)
+        head = self.head
+        if self.whole:
+            head = [*head, (b"content-length", str(len(body)).encode())]
+        return self.status, head, body
+
+    def served(self, api: str, turn: Turn, seq: int) -> Served:
+        """What answer number ``seq`` serves (:func:`_served`)."""
+        calls = []
+        if turn.tool_calls:
+            ids = served_call_ids(api, turn, seq)
+            calls = [
+                ServedCall(i, c.name, c.arguments)
+                for i, c in zip(ids, turn.tool_calls, strict=True)
+            ]
+        return Served(
+            status=self.status, calls=calls, text=self.text, stop_reason=self.stop_reason,
+            error=self.error, retry_after=self.retry_after,
+        )  # fmt: skip
+
+
+def _at_once(delivery: Delivery) -> bool:
+    """Whether ``delivery`` is sent at once: no wait before it, no pause, cut or hold."""
+    d = delivery
+    return not (d.delay or d.interval or d.hang or d.hang_first) and d.cut_after is None
+
+
+def _sent(delivery: Delivery) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """What :class:`Delivering` sends of a delivery sent at once: status, headers, body."""
+    response = delivery.response
+    body = response.body
+    length = len(body) if len(response.chunks) == 1 else None
+    return response.status, response_headers(response, length), body
+
+
+def _direct_routes(router: Router, routes: list[BaseRoute]) -> dict[tuple[str, str], ASGIApp]:
+    """The routes of ``routes`` without path parameters by method and path, each where
+    ``router`` sends that method and path (also under ``/s/{session}``, checked for one
+    name), so that a look-up finds what the router would."""
+    out: dict[tuple[str, str], ASGIApp] = {}
+    for route in routes:
+        if not isinstance(route, Route) or route.param_convertors or not route.methods:
+            continue
+        for method in route.methods:
+            if all(
+                _routed(router, method, prefix + route.path) is route for prefix in ("", "/s/x")
+            ):
+                out[(method, route.path)] = route.app
+    return out
+
+
+def _routed(router: Router | Any, method: str, path: str) -> BaseRoute | None:
+    """The route ``router`` (and the routers mounted in it) hands ``method path`` to."""
+    scope: dict[str, Any] = {"type": "http", "method": method, "path": path, "root_path": ""}
+    while True:
+        for route in getattr(router, "routes", []):
+            match, child = route.matches(scope)
+            if match is Match.FULL:
+                if isinstance(route, Mount):
+                    scope = {**scope, **child}
+                    router = route.app
+                    break
+                return route
+        else:
+            return None
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _parse(raw: bytes) -> Any:
+    """``raw`` as JSON (``json.loads``), ``None`` when it is empty or not JSON (or nested
+    too deep). An object's text, the usual body, is scanned without ``json.loads``' steps
+    around the scan (the encoding's guess, the whitespace at either end), which give the
+    same for it: it starts with ``{`` (so UTF-8, nothing before it) and ends with ``}``."""
+    if not raw:
+        return None
+    try:
+        if raw[0] == 0x7B and raw[-1] == 0x7D and len(raw) > 1 and raw[1]:
+            text = raw.decode("utf-8", "surrogatepass")
+            value, end = _DECODER.raw_decode(text)
+            return value if end == len(text) else None  # json.loads: "Extra data"
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # a body nested too deep: RecursionError
+        return None
 
 
 def _served(api: str, turn: Turn, delivery: Delivery, seq: int) -> Served:
@@ -881,8 +1181,12 @@ def _served(api: str, turn: Turn, delivery: Delivery, seq: int) -> Served:
     cut = delivery.cut_after is not None or delivery.hang or delivery.hang_first
     failed = status >= 400 or turn.stop_reason == "error" or turn.fault == "truncate" or cut
     headers = {k.lower(): v for k, v in delivery.response.headers.items()}
-    ids = served_call_ids(api, turn, seq)
-    calls = [ServedCall(i, c.name, c.arguments) for i, c in zip(ids, turn.tool_calls, strict=True)]
+    calls = []
+    if turn.tool_calls:
+        ids = served_call_ids(api, turn, seq)
+        calls = [
+            ServedCall(i, c.name, c.arguments) for i, c in zip(ids, turn.tool_calls, strict=True)
+        ]
     stop = turn.stop_reason or ("toolUse" if calls else "stop")
     error = None
     if failed:
@@ -899,41 +1203,14 @@ def _served(api: str, turn: Turn, delivery: Delivery, seq: int) -> Served:
 def _retry_after(headers: dict[str, str]) -> float | None:
     """Seconds ``retry-after-ms`` (else ``retry-after``, in seconds) asks for."""
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
         try:
-            return float(headers[name]) / scale
-        except (KeyError, ValueError):
+            return float(value) / scale
+        except ValueError:
             continue
     return None
-
-
-def _key_in(scope: Scope, raw: bytes) -> str | None:
-    """The credential header (or ``?key=``) whose key the body ``raw`` holds, if any."""
-    keys: list[tuple[str, str]] = []
-    for k, v in scope["headers"]:
-        name = k.decode("latin-1").lower()
-        if name in CREDENTIAL_HEADERS and name != "cookie":
-            value = v.decode("latin-1")
-            _, sep, rest = value.partition(" ")
-            keys.append((name, rest if sep and name.endswith("authorization") else value))
-    query = scope.get("query_string", b"").decode("latin-1")
-    for part in query.split("&"):
-        name, _, value = part.partition("=")
-        if name == "key":
-            keys.append(("?key=", value))
-    for name, key in keys:
-        if len(key) >= 8 and key.encode("latin-1", "replace") in raw:
-            return name
-    return None
-
-
-def _url(scope: Scope) -> str:
-    host, port = scope.get("server") or ("127.0.0.1", 0)
-    query = scope.get("query_string", b"")
-    # the full path: the /s/{session} Mount puts its prefix in root_path, and Starlette
-    # keeps it in path too (older versions stripped it from path)
-    root = scope.get("root_path", "")
-    path = scope["path"] if scope["path"].startswith(root) else root + scope["path"]
-    return f"http://{host}:{port}{path}" + (f"?{query.decode('latin-1')}" if query else "")
 
 
 def _malformed(api: str, body: Any) -> str | None:

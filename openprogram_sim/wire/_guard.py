@@ -25,7 +25,7 @@ try:  # the fast extra (httptools); the h11 protocol serves without it
 except ImportError:  # pragma: no cover - depends on the install
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
-from openprogram_sim.wire._app import CLOSE, FULL
+from openprogram_sim.wire._app import BODY_IN, CLOSE, FULL
 
 __all__ = [
     "Acceptor",
@@ -247,7 +247,8 @@ class Guarded(_Protocol):
     previous answer) is closed, with a 408 when part of a head came; one still sending a
     body after its answer went out (a body the app did not read) has ``body_timeout``
     seconds to finish; a request past the connection cap is marked :data:`FULL` for the
-    app. (uvicorn has no head timeout: its ``timeout_keep_alive`` starts only after an
+    app, and one whose whole body had come when the app was called :data:`BODY_IN`.
+    (uvicorn has no head timeout: its ``timeout_keep_alive`` starts only after an
     answer.) Mixed into :class:`GuardedH11` (pure Python) and :class:`GuardedHttptools`
     (the ``fast`` extra), which say where the client's request stands."""
 
@@ -285,6 +286,10 @@ class Guarded(_Protocol):
         message = self.guard.full(self.server_state)
         if message is not None:
             scope[FULL] = message
+        if not self._sending_body():
+            # the whole body came with the head (or the client is gone): the app's first
+            # read of it cannot wait (uvicorn holds it, or says the client left)
+            scope[BODY_IN] = True
         await self._inner(scope, receive, send)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

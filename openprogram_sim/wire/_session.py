@@ -33,7 +33,12 @@ from openprogram_sim.wire._client_checks import (
 )
 from openprogram_sim.wire._openai_responses import ResponseStore
 from openprogram_sim.wire._requests import read_messages, read_request
-from openprogram_sim.wire._scripted import WireRequest
+from openprogram_sim.wire._scripted import (
+    CREDENTIAL_HEADERS,
+    WireRequest,
+    mask_headers,
+    mask_url,
+)
 from openprogram_sim.wire._trace import (
     KEPT_TEXT,
     Exchange,
@@ -159,41 +164,69 @@ class RequestBudget:
 
 @dataclass(slots=True)
 class _Kept:
-    """One request as a session keeps it: compact (the body as sent, the headers in one
-    string), made back into a :class:`WireRequest` when read."""
+    """One request as a session keeps it: compact, and as it came (the body as sent, the
+    headers in one string, the URL in its parts), made back into a :class:`WireRequest`
+    when read, credentials masked then (:meth:`request`). Nothing of it is written or sent
+    as it is kept: the trace and the reports read the parsed body, not the headers."""
 
     index: int
     api: str | None
     stream: bool
     method: str
-    url: str
-    headers: str
-    """``name\0value\0...`` (credentials masked)."""
+    server: tuple[str, int] | None
+    """The server's host and port, as the request's scope gives them."""
+    path: str
+    """The full path (a session's ``/s/{name}`` prefix included)."""
+    query: bytes
+    headers: bytes
+    """``name\0value\0...`` as sent (credentials masked when read)."""
     raw: bytes
     parsed: bool
     """The body was JSON (``raw`` parses to it), else ``raw`` is kept as is."""
     arrived: float
 
-    @classmethod
-    def of(cls, index: int, args: dict[str, Any], raw: bytes, arrived: float) -> _Kept:
-        headers = "\0".join(x for kv in args["headers"].items() for x in kv)
-        parsed = args.get("body") is not None
-        return cls(
-            index, args["api"], bool(args["stream"]), args["method"], args["url"], headers,
-            raw, parsed, arrived,
-        )  # fmt: skip
-
     @property
     def body(self) -> Any:
         return json.loads(self.raw) if self.parsed else None
 
+    @property
+    def url(self) -> str:
+        """The URL the request named, a ``key=`` in its query masked."""
+        host, port = self.server or ("127.0.0.1", 0)
+        query = self.query
+        url = f"http://{host}:{port}{self.path}" + (f"?{query.decode('latin-1')}" if query else "")
+        return mask_url(url)
+
+    def _header_items(self) -> list[str]:
+        return self.headers.decode("latin-1").split("\0") if self.headers else []
+
     def request(self) -> WireRequest:
-        items = self.headers.split("\0") if self.headers else []
-        headers = dict(zip(items[::2], items[1::2], strict=True))
+        items = self._header_items()
+        headers = mask_headers(dict(zip(items[::2], items[1::2], strict=True)))
         return WireRequest(
             self.index, api=self.api, stream=self.stream, method=self.method, url=self.url,
             headers=headers, body=self.body, raw=b"" if self.parsed else self.raw,
         )  # fmt: skip
+
+    def key_in_body(self) -> str | None:
+        """The credential header (or ``?key=``) whose key the body as sent holds, if any
+        (the ``no_key_in_body`` client check)."""
+        items = self._header_items()
+        keys: list[tuple[str, str]] = []
+        for k, value in zip(items[::2], items[1::2], strict=True):
+            name = k.lower()
+            if name in CREDENTIAL_HEADERS and name != "cookie":
+                _, sep, rest = value.partition(" ")
+                keys.append((name, rest if sep and name.endswith("authorization") else value))
+        for part in self.query.decode("latin-1").split("&"):
+            name, _, value = part.partition("=")
+            if name == "key":
+                keys.append(("?key=", value))
+        raw = self.raw
+        for name, key in keys:
+            if len(key) >= 8 and key.encode("latin-1", "replace") in raw:
+                return name
+        return None
 
 
 @dataclass(slots=True)
@@ -278,7 +311,6 @@ class Session:
         self.bodies_dropped = 0
         """Requests recorded without their body (past ``keep_bodies``)."""
         self._served: dict[int, Served] = {}
-        self._leaks: dict[int, str] = {}
         self._whole: dict[int, Any] = {}
         self._cuts: set[int] = set()
         """Requests whose turn was planned to break its stream (a cut, a corrupt chunk,
@@ -289,36 +321,47 @@ class Session:
 
     # -- written by the server -----------------------------------------------------------
 
-    def record(self, request_args: dict[str, Any], raw: bytes | None = None) -> WireRequest:
-        """Note one request (``request_args``: :class:`WireRequest`'s fields; ``raw``: its
-        body as sent, kept in place of the parsed ``body``). It is kept whole while the
-        server's :class:`RequestBudget` allows (and with its body for the first
-        ``keep_bodies``), else counted only."""
-        if raw is None:
-            body = request_args.get("body")
-            raw = request_args.get("raw") or b""
-            if body is not None:
-                raw = json.dumps(body).encode()
+    def arrive(
+        self,
+        api: str | None,
+        stream: bool,
+        method: str,
+        server: tuple[str, int] | None,
+        path: str,
+        query: bytes,
+        headers: list[tuple[bytes, bytes]],
+        raw: bytes,
+        parsed: bool,
+    ) -> int:
+        """Note one request and return its number (from 1): ``path`` its full path,
+        ``headers`` as the server received them, ``raw`` its body as sent (``parsed``:
+        it is JSON). It is kept while the server's :class:`RequestBudget` allows (with its
+        body for the first ``keep_bodies``), else counted only; what is kept is masked
+        when it is read (:attr:`requests`)."""
         with self._lock:
             self.count += 1
+            index = self.count
             keep = self.keep_bodies
-            if keep is not None and self.count > keep:
-                request_args = {**request_args, "body": None, "raw": b""}
-                raw = b""
+            if keep is not None and index > keep:
+                raw, parsed = b"", False
                 self.bodies_dropped += 1
-            request = WireRequest(self.count, **request_args)
             size = len(raw)
             full = self.not_kept or (self.budget is not None and not self.budget.take(size))
             if full:
                 self.not_kept += 1
-                return request
+                return index
             self._kept_bytes += size
-            self._requests.append(_Kept.of(self.count, request_args, raw, time.monotonic()))
-            return request
+            blob = b"\0".join([x for kv in headers for x in kv])
+            kept = _Kept(
+                index, api, stream, method, server, path, query, blob, raw, parsed,
+                time.monotonic(),
+            )  # fmt: skip
+            self._requests.append(kept)
+            return index
 
-    def kept(self, request: WireRequest) -> bool:
-        """Whether ``request`` is kept (not past the server's budget)."""
-        return request.index <= len(self._requests)
+    def kept(self, index: int) -> bool:
+        """Whether request ``index`` is kept (not past the server's budget)."""
+        return index <= len(self._requests)
 
     def release(self) -> None:
         """Give what this session kept back to the server's budget (it ended)."""
@@ -327,43 +370,34 @@ class Session:
                 self.budget.give(len(self._requests), self._kept_bytes)
                 self.budget = None
 
-    def served_with(self, request: WireRequest, served: Served) -> None:
-        """Note what model call ``request`` was answered with (for the trace)."""
+    def served_with(self, index: int, served: Served) -> None:
+        """Note what model call ``index`` was answered with (for the trace)."""
         with self._lock:
-            if self.kept(request):
-                self._served[request.index] = served
+            if index <= len(self._requests):
+                self._served[index] = served
 
-    def whole_body(self, request: WireRequest, body: Any) -> None:
-        """Note ``request``'s body with the conversation its ``previous_response_id``
-        ends (what the checks and the trace read instead of the body sent)."""
+    def whole_body(self, index: int, body: Any) -> None:
+        """Note request ``index``'s body with the conversation its
+        ``previous_response_id`` ends (what the checks and the trace read instead of the
+        body sent)."""
         with self._lock:
-            if self.kept(request):
-                self._whole[request.index] = body
+            if index <= len(self._requests):
+                self._whole[index] = body
 
-    def body_of(self, request: WireRequest) -> Any:
-        """``request``'s body as the checks read it: the whole conversation."""
-        return self._whole.get(request.index, request.body)
-
-    def key_in_body(self, request: WireRequest, header: str) -> None:
-        """Note that ``request``'s body holds the key its ``header`` carried."""
-        with self._lock:
-            if self.kept(request):
-                self._leaks[request.index] = header
-
-    def take(self, request: WireRequest) -> tuple[int, Turn, WireFault] | None:
-        """The next turn for ``request`` (a model call): its number (from 1), the turn
-        and its fault; ``None`` when the script is exhausted."""
+    def take(self, index: int) -> tuple[int, Turn, WireFault] | None:
+        """The next turn for request ``index`` (a model call): its number (from 1), the
+        turn and its fault; ``None`` when the script is exhausted."""
         with self._lock:
             self.call_count += 1
-            if self.kept(request):
-                self._calls.append(request.index - 1)
+            if index <= len(self._requests):
+                self._calls.append(index - 1)
             total = len(self.script)
             if self.served >= total and not (self.cycle and total):
                 return None
             turn, fault = self.script[self.served % total]
             self.served += 1
             if turn.fault is not None or fault.cut_after is not None or fault.corrupt_chunk:
-                self._cuts.add(request.index)
+                self._cuts.add(index)
             option = None
             if turn.one_of:
                 if self._rng is None:
@@ -473,7 +507,9 @@ class Session:
         if self.name is None:
             return out  # the default session is shared: its requests are many clients'
         with self._lock:
-            leaks = dict(self._leaks)
+            kept = list(self._requests)
+        # (worked out as the check reads them: a request keeps its headers as sent)
+        leaks = {r.index: h for r in kept if (h := r.key_in_body()) is not None}
         found = client_violations(built.rounds, leaks, max_retries=client.retries)
         out.failures += violation_failures(found, label=self.label, checks=client)
         out.client = client_verdicts(found, client)
