@@ -15,7 +15,7 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Unpack
 
 from openprogram.agent._abort import AbortSignal
@@ -61,10 +61,42 @@ class AgentState:
         return self.context.tools
 
 
-@dataclass(slots=True)
 class _Queues:
-    steering: deque[UserMessage] = field(default_factory=deque)
-    follow_up: deque[UserMessage] = field(default_factory=deque)
+    """An agent's steering and follow-up queues, and the message sources its runs poll.
+
+    The sources are this object's methods, not the agent's: the loop's config holds them,
+    and a config that held the agent would make agent and config a cycle that only the
+    garbage collector frees (with every message of the agent's history)."""
+
+    __slots__ = ("before_finish", "follow_up", "state", "steering")
+
+    def __init__(self, state: AgentState) -> None:
+        self.steering: deque[UserMessage] = deque()
+        self.follow_up: deque[UserMessage] = deque()
+        self.state = state
+        self.before_finish: Callable[[AssistantMessage | None], list[UserMessage]] | None = None
+
+    def dequeue_steering(self) -> list[UserMessage]:
+        queue = self.steering
+        if not queue:
+            return []
+        out = list(queue)
+        queue.clear()
+        return out
+
+    def dequeue_follow_ups(self) -> list[UserMessage]:
+        queue = self.follow_up
+        if not queue:
+            if self.before_finish is None:
+                return []
+            last = next(
+                (m for m in reversed(self.state.messages) if isinstance(m, AssistantMessage)),
+                None,
+            )
+            return self.before_finish(last)
+        out = list(queue)
+        queue.clear()
+        return out
 
 
 def _as_user(message: str | UserMessage) -> UserMessage:
@@ -112,26 +144,35 @@ class Agent:
             options = RunOptions(**settings)
         elif settings:
             options = replace(options, **settings)
+        queues = self._queues = _Queues(self.state)
         self._config = LoopConfig(
             provider=provider,
             options=options,
-            get_steering_messages=self._dequeue_steering,
-            get_follow_up_messages=self._dequeue_follow_ups,
+            get_steering_messages=queues.dequeue_steering,
+            get_follow_up_messages=queues.dequeue_follow_ups,
             depth=depth,
             parent_run_id=parent_run_id,
             provider_tools=provider_tools,
         )
         self._listeners: list[Listener] = listeners if listeners is not None else []
-        self.before_finish: Callable[[AssistantMessage | None], list[UserMessage]] | None = None
-        """Asked when the run would finish (no follow-up queued) with the last assistant
-        message; messages it returns enter as follow-ups, in the same run. ``exec(choices=)``
-        uses it for its re-ask."""
-        self._queues = _Queues()
         self._lock = threading.Lock()
         self._signals: weakref.WeakSet[AbortSignal] | None = None
         """The abort signals of the runs asked for (``prompt()`` called) and not ended. Weak:
         a prompt coroutine never awaited takes its signal with it. Made on the first
         ``prompt()``: an exec's agent is aborted through its runtime, and never needs it."""
+
+    @property
+    def before_finish(self) -> Callable[[AssistantMessage | None], list[UserMessage]] | None:
+        """Asked when the run would finish (no follow-up queued) with the last assistant
+        message; messages it returns enter as follow-ups, in the same run. ``exec(choices=)``
+        uses it for its re-ask."""
+        return self._queues.before_finish
+
+    @before_finish.setter
+    def before_finish(
+        self, value: Callable[[AssistantMessage | None], list[UserMessage]] | None
+    ) -> None:
+        self._queues.before_finish = value
 
     @property
     def options(self) -> RunOptions:
@@ -177,28 +218,6 @@ class Agent:
         queues.steering.clear()
         queues.follow_up.clear()
         return taken
-
-    def _dequeue_steering(self) -> list[UserMessage]:
-        queue = self._queues.steering
-        if not queue:
-            return []
-        out = list(queue)
-        queue.clear()
-        return out
-
-    def _dequeue_follow_ups(self) -> list[UserMessage]:
-        queue = self._queues.follow_up
-        if not queue:
-            if self.before_finish is None:
-                return []
-            last = next(
-                (m for m in reversed(self.state.messages) if isinstance(m, AssistantMessage)),
-                None,
-            )
-            return self.before_finish(last)
-        out = list(queue)
-        queue.clear()
-        return out
 
     # -- running -------------------------------------------------------------------------
 
