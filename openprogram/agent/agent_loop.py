@@ -26,7 +26,7 @@ import inspect
 import itertools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -49,7 +49,13 @@ from openprogram.events import (
     TurnEnd,
     TurnStart,
 )
-from openprogram.providers.base import Context, Provider, RunOptions, StreamOptions
+from openprogram.providers.base import (
+    Context,
+    Provider,
+    ReadyStream,
+    RunOptions,
+    StreamOptions,
+)
 from openprogram.tools import ArgumentsError, Tool, ToolResult, normalize_result
 from openprogram.types import (
     AnyMessage,
@@ -567,7 +573,9 @@ def _provider_specs(run: _Run) -> list[ToolSpec]:
 async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> AssistantMessage:
     """Stream one reply from the provider; returns the final assistant message, already
     appended to the history. A provider that raises or ends without a final event yields
-    an ``error`` message; a set cancel signal yields ``aborted`` without calling it."""
+    an ``error`` message; a set cancel signal yields ``aborted`` without calling it. A
+    :class:`~openprogram.providers.base.ReadyStream` with its events ready is read without
+    an await per event (see :func:`_read_ready`)."""
     context = run.context
     if run.cancel.is_set():
         return _finish_message(run, None, _failed("aborted", "Run aborted before the model call"))
@@ -576,37 +584,75 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     )
     request = Context(context.system_prompt, context.messages, specs)
     partial: AssistantMessage | None = None
+    context.stream_message = None  # the reply's partial once it starts (see _read_ready)
     listeners = run.listeners
     # message_update is the one event per streamed piece: built only for listeners that
     # want it (a listener with ``wants_updates = False``, like a trace recorder, does not)
     updates = [f for f in listeners if getattr(f, "wants_updates", True)] if listeners else None
     final: AssistantMessage | None = None
     try:
-        async for event in run.config.provider.stream(request, options):
-            if event.type == "start":
-                partial = event.partial
-                context.stream_message = partial
-                run.message_open = True
-                if listeners:
-                    run.emit_start(partial)
-            elif event.type == "done":
-                # Keep iterating (no break): the provider's generator then finishes on its
-                # own, instead of being finalized later through the event loop.
-                final = event.message
-            elif event.type == "error":
-                final = event.error
-            elif final is not None:
-                continue  # nothing counts after the final event
-            elif updates and partial is not None:
-                _emit_update(run, partial, event, updates)
-    except (Exception, asyncio.CancelledError) as exc:
-        final = _provider_failed(run, exc, partial)
-    if final is None:
-        if run.cancel.is_set():
-            final = _failed("aborted", "Run aborted during the model call", partial)
+        stream = run.config.provider.stream(request, options)
+        events = stream.ready() if isinstance(stream, ReadyStream) else None
+        if events is not None:
+            final = _read_ready(run, events, updates)
         else:
-            final = _failed("error", "Provider stream ended without a final event", partial)
-    return _finish_message(run, partial, final)
+            async for event in stream:  # what _read_ready does, an await per event
+                if event.type == "start":
+                    partial = event.partial
+                    context.stream_message = partial
+                    run.message_open = True
+                    if listeners:
+                        run.emit_start(partial)
+                elif event.type == "done":
+                    # Keep iterating (no break): the provider's generator then finishes on
+                    # its own, instead of being finalized later through the event loop.
+                    final = event.message
+                elif event.type == "error":
+                    final = event.error
+                elif final is not None:
+                    continue  # nothing counts after the final event
+                elif updates and partial is not None:
+                    _emit_update(run, partial, event, updates)
+    except (Exception, asyncio.CancelledError) as exc:
+        final = _provider_failed(run, exc, context.stream_message)
+    partial = context.stream_message
+    return _finish_message(run, partial, final if final is not None else _no_final(run, partial))
+
+
+def _no_final(run: _Run, partial: AssistantMessage | None) -> AssistantMessage:
+    """The reply of a stream that ended without a final event."""
+    if run.cancel.is_set():
+        return _failed("aborted", "Run aborted during the model call", partial)
+    return _failed("error", "Provider stream ended without a final event", partial)
+
+
+def _read_ready(
+    run: _Run, events: Iterator[ProviderEvent], updates: list[Listener] | None
+) -> AssistantMessage | None:
+    """The events of a stream that has them ready, read as the async loop of
+    :func:`_stream_assistant_response` reads any other stream (the same steps, kept twice:
+    a call per event would cost what the plain iterator saves); returns the final message
+    (None if none came). The partial is ``context.stream_message`` once it starts."""
+    context = run.context
+    listeners = run.listeners
+    partial: AssistantMessage | None = None
+    final: AssistantMessage | None = None
+    for event in events:
+        if event.type == "start":
+            partial = event.partial
+            context.stream_message = partial
+            run.message_open = True
+            if listeners:
+                run.emit_start(partial)
+        elif event.type == "done":
+            final = event.message  # and on to the end: the iterator finishes on its own
+        elif event.type == "error":
+            final = event.error
+        elif final is not None:
+            continue  # nothing counts after the final event
+        elif updates and partial is not None:
+            _emit_update(run, partial, event, updates)
+    return final
 
 
 def _provider_failed(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, TypedDict, runtime_checkable
 
@@ -30,6 +30,7 @@ __all__ = [
     "Context",
     "Provider",
     "ProviderFactory",
+    "ReadyStream",
     "RunOptions",
     "RunSettings",
     "StreamOptions",
@@ -188,6 +189,29 @@ class Provider(Protocol):
         """Yield provider stream events for one model call, ending with ``done`` or
         ``error``."""
         ...
+
+
+class ReadyStream:
+    """A model call's stream that may have its events ready: a provider whose reply needs
+    no waiting (the scripted model's) returns one from ``stream()``.
+
+    Any consumer iterates it with ``async for``, as every provider's stream. The loop asks
+    :meth:`ready` first: the plain iterator it returns gives the same events, read without
+    an ``await`` each (an async generator costs about a microsecond a call and a tenth of
+    one an event, as much as a scripted round's own work). A subclass implements both.
+    """
+
+    __slots__ = ()
+
+    def ready(self) -> Iterator[ProviderEvent] | None:
+        """The call's events as a plain iterator, when none of them needs waiting for;
+        ``None`` when they must be awaited (the stream is then iterated with ``async for``).
+        Asked at most once, before the stream is iterated; an error it raises is the
+        call's, as if the first ``__anext__`` had raised it."""
+        return None
+
+    def __aiter__(self) -> AsyncIterator[ProviderEvent]:
+        raise NotImplementedError
 
 
 ProviderFactory: TypeAlias = Callable[..., Provider]

@@ -24,13 +24,14 @@ what was drawn.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from openprogram import ToolSpec
 from openprogram.events import ProviderEvent
 from openprogram.providers import Context, MessageBuilder, StreamOptions, ToolChoice
+from openprogram.providers.base import ReadyStream
 from openprogram.types import AnyMessage
 from openprogram_sim.errors import ScriptedFault, ScriptExhaustedError
 from openprogram_sim.models._clock import VirtualClock
@@ -324,12 +325,51 @@ class ScriptedModel:
         """The turn for ``request`` (subclasses may return an awaitable)."""
         return self._turn_for(request)
 
-    async def stream(
-        self, context: Context, options: StreamOptions
-    ) -> AsyncIterator[ProviderEvent]:
+    def stream(self, context: Context, options: StreamOptions) -> _TurnStream:
+        """Play the next turn as one model call's events (an async iterator, as every
+        provider's stream; the loop reads a turn that needs no waiting without an await per
+        event, see :class:`~openprogram.providers.base.ReadyStream`)."""
+        return _TurnStream(self, context, options)
+
+    def _ready(self, context: Context, options: StreamOptions) -> _Played:
+        """Record the call and take its turn: the events as a plain iterator when the turn
+        needs no waiting, else the request and the turn (or its awaitable) to play async."""
         request = self._record(context, options)
-        next_turn = self._next_turn(request)
-        turn = next_turn if isinstance(next_turn, Turn) else await next_turn
+        turn = self._next_turn(request)
+        if type(turn) is Turn and not turn.latency and turn.fault != "hang":
+            return self._play_ready(turn, options.cancel)
+        return request, turn
+
+    def _play_ready(self, turn: Turn, cancel: Any) -> Iterator[ProviderEvent]:
+        """:meth:`_play` for a turn that needs no waiting (no latency, no hang): the same
+        events, checks and faults, from a plain generator."""
+        b = MessageBuilder(api=self.api, model=self.model)
+        yield b.start()
+        stopped = cancel.is_set if cancel is not None else _never
+        for event in self._body(b, turn):
+            if stopped():
+                yield b.error("Request was aborted", aborted=True)
+                return
+            yield event
+        if turn.fault is not None:
+            if turn.fault == "raise":
+                raise ScriptedFault(turn.error or "scripted provider crashed")
+            return
+        yield self._final(b, turn)
+
+    async def _play(
+        self,
+        context: Context,
+        options: StreamOptions,
+        request: ScriptedRequest | None = None,
+        next_turn: Turn | Awaitable[Turn] | None = None,
+    ) -> AsyncIterator[ProviderEvent]:
+        """The call's events, awaiting what the turn waits for; ``request`` and
+        ``next_turn``: the call was recorded and its turn taken already."""
+        if request is None:
+            request = self._record(context, options)
+            next_turn = self._next_turn(request)
+        turn = next_turn if isinstance(next_turn, Turn) else await next_turn  # type: ignore[misc]
         b = MessageBuilder(api=self.api, model=self.model)
         cancel = options.cancel
         if turn.latency:
@@ -348,16 +388,20 @@ class ScriptedModel:
                 await cancel.wait()
                 yield b.error("Request was aborted", aborted=True)
             return
+        yield self._final(b, turn)
+
+    @staticmethod
+    def _final(b: MessageBuilder, turn: Turn) -> ProviderEvent:
+        """The last event of a turn played whole: its error stop, else ``done``."""
         if turn.stop_reason in ("error", "aborted"):
-            yield b.error(
+            return b.error(
                 turn.error or f"scripted {turn.stop_reason}",
                 aborted=turn.stop_reason == "aborted",
                 usage=turn.usage,
                 details=turn.error_details(),
             )
-            return
         reason = turn.stop_reason if turn.stop_reason in ("stop", "length", "toolUse") else None
-        yield b.done(reason, usage=turn.usage)  # None: the message keeps its own fresh Usage()
+        return b.done(reason, usage=turn.usage)  # None: the message keeps its fresh Usage()
 
     def _text(self, b: MessageBuilder, text: str) -> Iterable[ProviderEvent]:
         yield b.text_start()
@@ -380,6 +424,49 @@ class ScriptedModel:
                 yield b.toolcall_delta(piece)
             # the arguments the streamed text parses to, without parsing text made here
             yield b.toolcall_end(arguments=_parsed_copy(call.arguments))
+
+
+_Played = Iterator[ProviderEvent] | tuple[ScriptedRequest, Turn | Awaitable[Turn]]
+
+
+class _TurnStream(ReadyStream):
+    """One call of a scripted model: its events, ready when the turn needs no waiting.
+
+    The call is recorded and its turn taken when the stream is first read, as an async
+    generator's body would run then: by :meth:`ready` (the loop asks it first), or by the
+    first ``__anext__`` of any other consumer."""
+
+    __slots__ = ("_context", "_events", "_model", "_options", "_taken")
+
+    def __init__(self, model: ScriptedModel, context: Context, options: StreamOptions) -> None:
+        self._model = model
+        self._context = context
+        self._options = options
+        self._taken: tuple[ScriptedRequest, Turn | Awaitable[Turn]] | None = None
+        self._events: AsyncIterator[ProviderEvent] | None = None
+
+    def ready(self) -> Iterator[ProviderEvent] | None:
+        played = self._model._ready(self._context, self._options)
+        if type(played) is tuple:
+            self._taken = played
+            return None
+        return played  # type: ignore[return-value]
+
+    def __aiter__(self) -> AsyncIterator[ProviderEvent]:
+        events = self._events
+        if events is None:
+            taken = self._taken
+            request, turn = taken if taken is not None else (None, None)
+            events = self._events = self._model._play(self._context, self._options, request, turn)
+        return events
+
+    def __anext__(self) -> Awaitable[ProviderEvent]:
+        return self.__aiter__().__anext__()
+
+    async def aclose(self) -> None:
+        """Close the events being iterated (as an async generator's ``aclose``)."""
+        if self._events is not None:
+            await self._events.aclose()  # type: ignore[attr-defined]
 
 
 def _describe(message: AnyMessage | None) -> str:
