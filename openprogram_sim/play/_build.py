@@ -151,6 +151,17 @@ class Build:
             self.entries[name] = self._entry(name, spec)
         self.registry = self._registry()
 
+    def release(self) -> None:
+        """Once the run has ended: drop the references that make the run's objects a cycle
+        (the simulated tools' bodies reach the runtime through :attr:`box`, and this build
+        through their closures, which the registry and :attr:`entries` hold), so they are
+        freed as soon as nothing else holds them, not by the cyclic garbage collector. The
+        build serves no further run: its tools are gone (the outcome keeps the trace, the
+        history and the steps, which stay)."""
+        self.box.clear()
+        self.entries.clear()
+        self.registry = ToolRegistry()
+
     def python(self, ref: str) -> Any:
         """The user's object ``ref`` (one of the scenario's references) names."""
         return self.objects[ref]
