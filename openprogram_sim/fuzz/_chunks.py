@@ -9,11 +9,12 @@ failing chunk with the lowest index is the one reported (:func:`run_chunks`).
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import math
 import multiprocessing
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -129,8 +130,30 @@ def search_chunk(
         for scenario in batch:
             run_one(scenario)
 
-    with contextlib.suppress(Violation, *tolerate):
+    with contextlib.suppress(Violation, *tolerate), _no_full_collection():
         search()
+
+
+_NO_FULL_COLLECTION = 1_000_000
+"""The oldest generation's threshold while a chunk is searched: never reached."""
+
+
+@contextlib.contextmanager
+def _no_full_collection() -> Iterator[None]:
+    """No full garbage collection while a chunk is searched (the young generations are
+    collected as usual; the thresholds are restored when the search ends, unless someone
+    else changed them meanwhile). A full collection walks the whole heap, Hypothesis's
+    search state included, and the search's garbage is short-lived."""
+    if not gc.isenabled():
+        yield
+        return
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], _NO_FULL_COLLECTION)
+    try:
+        yield
+    finally:
+        if gc.get_threshold()[2] == _NO_FULL_COLLECTION:
+            gc.set_threshold(*thresholds)
 
 
 def run_chunks(

@@ -139,9 +139,13 @@ class ByteSource:
 
     def integer(self, low: int, high: int) -> int:
         span = high - low + 1
-        width = 1 if span <= 256 else 2
-        chunk = self.data[self.used : self.used + width]
-        self.used += width
+        used = self.used
+        data = self.data
+        if span <= 256:  # one byte, read by index (no slice, no int.from_bytes)
+            self.used = used + 1
+            return low + data[used] % span if used < len(data) else low
+        self.used = used + 2
+        chunk = data[used : used + 2]
         if not chunk:
             return low
         return low + int.from_bytes(chunk, "big") % span
@@ -156,16 +160,28 @@ def integer(src: Source, low: int, high: int) -> int:
 
 
 def pick(src: Source, options: Sequence[T]) -> T:
-    return options[integer(src, 0, len(options) - 1)]
+    return options[src.integer(0, len(options) - 1)]
 
 
 def flag(src: Source) -> bool:
-    return integer(src, 0, 1) == 1
+    return src.integer(0, 1) == 1
+
+
+_POOLS: dict[tuple[int, tuple[Any, ...]], tuple[Mapping[Any, int], tuple[Any, ...]]] = {}
+"""The pools :func:`weighted` picks from, by the weights' identity and the options, each
+kept with its weights (so an identity is never reused while its entry lives): the weights
+are the builders' constants, and a pool is built once, not on every choice."""
 
 
 def weighted(src: Source, options: Sequence[T], weights: Mapping[Any, int]) -> T:
-    pool = [o for o in options for _ in range(weights.get(o, 1))]
-    return pick(src, pool)
+    key = (id(weights), tuple(options))
+    entry = _POOLS.get(key)
+    if entry is None or entry[0] is not weights:
+        if len(_POOLS) >= 1024:
+            _POOLS.clear()
+        entry = _POOLS[key] = (weights, tuple(o for o in options for _ in range(weights.get(o, 1))))
+    pool = entry[1]
+    return pool[src.integer(0, len(pool) - 1)]
 
 
 def many(src: Source, element: Callable[[], T], low: int, high: int) -> list[T]:
@@ -178,7 +194,7 @@ def many(src: Source, element: Callable[[], T], low: int, high: int) -> list[T]:
 
 
 def text(src: Source) -> str:
-    return pick(src, WORDS)
+    return WORDS[src.integer(0, len(WORDS) - 1)]
 
 
 def subset(src: Source, names: Sequence[str], high: int) -> list[str]:

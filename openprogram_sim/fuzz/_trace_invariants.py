@@ -99,10 +99,10 @@ class _Checker:
             )
         if kind != "turn_start" and e["round"] != frame.rounds:
             self.fail(i, f"{kind} says round {e['round']}, but the run is in round {frame.rounds}")
-        handler = getattr(self, kind, None)
+        handler = _HANDLERS.get(kind)
         if handler is None:
             self.fail(i, f"unknown event type {kind!r}")
-        handler(i, e, frame)
+        handler(self, i, e, frame)
 
     def agent_start(self, i: int, e: dict[str, Any]) -> None:
         if self.stack:
@@ -314,6 +314,23 @@ class _Checker:
         self.stack.pop()
         if not self.stack:
             self.closed = True
+
+
+_HANDLERS: dict[str, Callable[[_Checker, int, dict[str, Any], _Frame], None]] = {
+    kind: getattr(_Checker, kind)
+    for kind in (
+        "turn_start",
+        "turn_end",
+        "message_start",
+        "message_update",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_update",
+        "tool_execution_end",
+        "agent_end",
+    )
+}
+"""What reads each event type inside a run (``agent_start`` opens one: read before)."""
 
 
 def _plain_json(value: Any) -> bool:
