@@ -205,9 +205,9 @@ class _Paced:
 
     One timer keeps both limits for the whole body (not one per piece): it is armed when a
     read first waits, and when it goes off it ends the read if the limit has passed, else
-    it is armed again for the limit as it stands (each piece moves it later). ``ready``:
-    the whole body has arrived (the server says so, :data:`BODY_IN`), so the first read
-    cannot wait and goes without a timer. :meth:`close` once the body is read."""
+    it is armed again for the limit as it stands (each piece moves it later). ``first``:
+    the first piece, read already (the whole body had arrived, :data:`BODY_IN`, yet it
+    said more was to come). :meth:`close` once the body is read."""
 
     def __init__(
         self,
@@ -216,7 +216,7 @@ class _Paced:
         min_rate: int | None,
         stopping: asyncio.Event,
         *,
-        ready: bool = False,
+        first: Message | None = None,
     ) -> None:
         self.receive = receive
         self.timeout = timeout
@@ -224,7 +224,7 @@ class _Paced:
         self.stopping = stopping
         self.start = time.monotonic()
         self.size = 0
-        self.ready = ready
+        self.first = first
         self._timer: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[Any] | None = None
         self._deadline = 0.0
@@ -251,18 +251,21 @@ class _Paced:
         )
 
     async def __call__(self) -> Message:
-        if self.ready:
-            self.ready = False  # the body is in: this read does not wait
-            message = await self.receive()
+        if self.first is not None:
+            message, self.first = self.first, None  # read already, without waiting
         else:
-            now = time.monotonic()
-            wait = self._wait(now)
-            if wait is not None and wait <= 0:
-                raise self._too_slow(now)
-            if wait is None:
-                message = await self.receive()
-            else:
-                message = await self._timed(wait)
+            while True:
+                now = time.monotonic()
+                wait = self._wait(now)
+                if wait is not None and wait <= 0:
+                    raise self._too_slow(now)
+                if wait is None:
+                    message = await self.receive()
+                    break
+                timed = await self._timed(wait)
+                if timed is not None:
+                    message = timed
+                    break
         if self.stopping.is_set() and message.get("more_body", False):
             raise Stopping  # the server woke this read to stop (GuardedH11.shutdown)
         self.size += len(message.get("body", b""))
@@ -270,8 +273,10 @@ class _Paced:
             self.close()
         return message
 
-    async def _timed(self, wait: float) -> Message:
-        """``receive`` with the body's timer set to end it ``wait`` seconds from now."""
+    async def _timed(self, wait: float) -> Message | None:
+        """``receive`` with the body's timer set to end it ``wait`` seconds from now;
+        ``None`` when the whole body's time ran out on the loop's clock (the caller looks
+        again on its own: the loop's may run behind)."""
         loop = asyncio.get_running_loop()
         task = self._task = asyncio.current_task()
         assert task is not None
@@ -287,8 +292,8 @@ class _Paced:
             if self._expired:
                 self._expired = False
                 if task.uncancel() <= cancelling:
-                    if self._whole:  # the whole body's time ran out: say so
-                        raise self._too_slow(time.monotonic()) from None
+                    if self._whole:  # the whole body's time ran out: the caller says so
+                        return None
                     raise BodyTimeout(
                         f"no byte for {self.timeout:g} s after {self.size} byte(s) (body_timeout)"
                     ) from None
@@ -611,14 +616,22 @@ class WireApp:
                 self.log(f"error: {full} (further refusals are counted in the report)")
             raise Refused(503, full, should_retry=True, retry_after=1, close=True)
         paced: _Paced | None = None
+        limit = self.max_body
         try:
-            if declared_too_large(scope["headers"], self.max_body):
-                raise BodyTooLarge(self.max_body or 0)
+            if declared_too_large(scope["headers"], limit):
+                raise BodyTooLarge(limit or 0)
+            first: Message | None = None
+            if scope.get(BODY_IN):  # the body came whole: this read cannot wait
+                first = await receive()
+                if first["type"] == "http.request" and not first.get("more_body", False):
+                    body: bytes = first.get("body", b"")
+                    if limit is not None and len(body) > limit:
+                        raise BodyTooLarge(limit)
+                    return body
             paced = _Paced(
-                receive, self.body_timeout, self.body_min_rate, self.stopping(),
-                ready=scope.get(BODY_IN, False),
-            )  # fmt: skip
-            return await read_body(paced, self.max_body)
+                receive, self.body_timeout, self.body_min_rate, self.stopping(), first=first
+            )
+            return await read_body(paced, limit)
         except BodyTooLarge as exc:
             message = self.too_large(exc.limit)
             self.charge(name, message)
@@ -848,10 +861,11 @@ class _ModelCall:
         self.app = app
         self.api = api
         self.stream = stream  # None: the body's "stream" says
-        self._ready: dict[tuple[int, int, bool, str], _Ready | None] = {}
+        self._ready: dict[tuple[int, int, bool, str], Any] = {}
         """Each turn's answer ready to send (see :class:`_Ready`), by turn, fault, stream
-        and model (``None``: the turn's answer is delivered step by step, or cannot be
-        kept ready); at most :data:`_KEPT_READY`, the oldest dropped first."""
+        and model, from its second use (``None``: the turn's answer is delivered step by
+        step, or cannot be kept ready); at most :data:`_KEPT_READY`, the oldest dropped
+        first."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         params = scope.get("path_params", _NO_PARAMS)
@@ -977,19 +991,23 @@ class _ModelCall:
         return answer, served
 
     def _ready_for(self, turn: Turn, fault: WireFault, stream: bool, model: str) -> _Ready | None:
-        """``turn``'s answer ready to send (made on first use; again when the turn or its
-        fault was changed in place), or ``None`` when it is delivered step by step."""
+        """``turn``'s answer ready to send (made when it is served a second time; again
+        when the turn or its fault was changed in place), or ``None``: delivered step by
+        step (or served once so far)."""
         key = (id(turn), id(fault), stream, model)
-        kept = self._ready.get(key, _UNSEEN)
-        if kept is not _UNSEEN and (kept is None or kept.holds(turn, fault)):
-            return kept
-        ready = _Ready.make(self.api, turn, fault, stream, model, self.app.chunk_size)
         cache = self._ready
+        kept = cache.get(key, _UNSEEN)
+        if kept is None or (kept is not _UNSEEN and kept is not _ONCE and kept.holds(turn, fault)):
+            return kept
+        # made when a turn is served a second time (a fuzzer's turns are served once)
+        ready = _ONCE if kept is _UNSEEN else _Ready.make(
+            self.api, turn, fault, stream, model, self.app.chunk_size
+        )  # fmt: skip
         cache.pop(key, None)
         cache[key] = ready
         if len(cache) > _KEPT_READY:
             del cache[next(iter(cache))]
-        return ready
+        return None if ready is _ONCE else ready
 
     def _whole(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as the whole conversation, on the APIs whose server keeps one: OpenAI
@@ -1010,6 +1028,8 @@ class _ModelCall:
 
 _NO_PARAMS: dict[str, Any] = {}
 _UNSEEN: Any = object()
+_ONCE: Any = object()
+"""A turn served once so far (its answer is made ready the second time)."""
 _KEPT_READY = 256
 """Ready answers one model-call route keeps (per turn, fault, stream and model name)."""
 

@@ -383,6 +383,11 @@ class Guarded(_Protocol):
         if self.transport.is_closing() or not self._awaiting_head():
             return
         timeout = self.guard.header_timeout
+        since = self._waiting_since
+        left = 0.0 if timeout is None or since is None else since + timeout - time.monotonic()
+        if left > 0:  # the loop's clock runs behind (uvloop's is kept in milliseconds)
+            self._head_timer = self.loop.call_later(left, self._head_late)
+            return
         if self._head_bytes:
             message = (
                 f"openprogram-sim: the request head (request line and headers) did not arrive "
