@@ -423,6 +423,8 @@ class WireApp:
         self._next_sweep = 0.0
         self._lock = threading.Lock()
         self._stopping: asyncio.Event | None = None
+        self._direct: dict[tuple[str, str], ASGIApp] = {}
+        """The router's routes without path parameters, by method and path."""
         routes = _routes(self)
         inner = Router(routes=routes, default=self._not_found)
         self.router = Router(
@@ -447,7 +449,7 @@ class WireApp:
     @router.setter
     def router(self, router: Router) -> None:
         self._router = router
-        self._direct: dict[tuple[str, str], ASGIApp] = {}
+        self._direct = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -998,7 +1000,7 @@ class _ModelCall:
         cache = self._ready
         kept = cache.get(key, _UNSEEN)
         if kept is None or (kept is not _UNSEEN and kept is not _ONCE and kept.holds(turn, fault)):
-            return kept
+            return kept  # type: ignore[no-any-return]
         # made when a turn is served a second time (a fuzzer's turns are served once)
         ready = _ONCE if kept is _UNSEEN else _Ready.make(
             self.api, turn, fault, stream, model, self.app.chunk_size
@@ -1163,7 +1165,8 @@ def _routed(router: Router | Any, method: str, path: str) -> BaseRoute | None:
     """The route ``router`` (and the routers mounted in it) hands ``method path`` to."""
     scope: dict[str, Any] = {"type": "http", "method": method, "path": path, "root_path": ""}
     while True:
-        for route in getattr(router, "routes", []):
+        routes: list[BaseRoute] = getattr(router, "routes", [])
+        for route in routes:
             match, child = route.matches(scope)
             if match is Match.FULL:
                 if isinstance(route, Mount):
