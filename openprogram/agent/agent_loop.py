@@ -592,7 +592,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     final: AssistantMessage | None = None
     try:
         stream = run.config.provider.stream(request, options)
-        events = stream.ready() if isinstance(stream, ReadyStream) else None
+        events = stream.ready(bool(updates)) if isinstance(stream, ReadyStream) else None
         if events is not None:
             final = _read_ready(run, events, updates)
         else:

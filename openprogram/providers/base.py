@@ -198,16 +198,19 @@ class ReadyStream:
     Any consumer iterates it with ``async for``, as every provider's stream. The loop asks
     :meth:`ready` first: the plain iterator it returns gives the same events, read without
     an ``await`` each (an async generator costs about a microsecond a call and a tenth of
-    one an event, as much as a scripted round's own work). A subclass implements both.
+    one an event, as much as a scripted round's own work), and none of the pieces when no
+    listener wants ``message_update``. A subclass implements both.
     """
 
     __slots__ = ()
 
-    def ready(self) -> Iterator[ProviderEvent] | None:
+    def ready(self, pieces: bool = True) -> Iterator[ProviderEvent] | None:
         """The call's events as a plain iterator, when none of them needs waiting for;
         ``None`` when they must be awaited (the stream is then iterated with ``async for``).
         Asked at most once, before the stream is iterated; an error it raises is the
-        call's, as if the first ``__anext__`` had raised it."""
+        call's, as if the first ``__anext__`` had raised it. ``pieces=False``: the caller
+        reads only the ``start`` event and the final one, so the events between (text,
+        thinking and tool-call pieces) may be left out; the message is the same."""
         return None
 
     def __aiter__(self) -> AsyncIterator[ProviderEvent]:

@@ -162,6 +162,22 @@ class MessageBuilder:
         call.arguments = arguments if arguments is not None else parse_arguments("".join(parts))
         return ToolCallEnd(content_index=index, tool_call=call, partial=self.message)
 
+    # -- whole blocks --------------------------------------------------------------------
+
+    def add_text(self, text: str) -> None:
+        """Add a text block that came whole: what ``text_start``, its deltas and
+        ``text_end`` build, without their events (for a caller that reads none, see
+        :meth:`~openprogram.providers.base.ReadyStream.ready`)."""
+        self.message.content.append(TextContent(text))
+
+    def add_thinking(self, thinking: str) -> None:
+        """Add a reasoning block that came whole (see :meth:`add_text`)."""
+        self.message.content.append(ThinkingContent(thinking))
+
+    def add_toolcall(self, id: str, name: str, arguments: Any) -> None:
+        """Add a tool call that came whole, its arguments parsed (see :meth:`add_text`)."""
+        self.message.content.append(ToolCall(id, name, arguments))
+
     def close_open_blocks(self) -> list[TextEnd | ThinkingEnd | ToolCallEnd]:
         """End every block still open (some wires do not close blocks explicitly)."""
         events: list[TextEnd | ThinkingEnd | ToolCallEnd] = []

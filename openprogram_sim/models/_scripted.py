@@ -24,7 +24,15 @@ what was drawn.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +40,7 @@ from openprogram import ToolSpec
 from openprogram.events import ProviderEvent
 from openprogram.providers import Context, MessageBuilder, StreamOptions, ToolChoice
 from openprogram.providers.base import ReadyStream
+from openprogram.providers.builder import parse_arguments
 from openprogram.types import AnyMessage
 from openprogram_sim.errors import ScriptedFault, ScriptExhaustedError
 from openprogram_sim.models._clock import VirtualClock
@@ -331,14 +340,57 @@ class ScriptedModel:
         event, see :class:`~openprogram.providers.base.ReadyStream`)."""
         return _TurnStream(self, context, options)
 
-    def _ready(self, context: Context, options: StreamOptions) -> _Played:
+    def _ready(self, context: Context, options: StreamOptions, pieces: bool) -> _Played:
         """Record the call and take its turn: the events as a plain iterator when the turn
-        needs no waiting, else the request and the turn (or its awaitable) to play async."""
+        needs no waiting (its pieces left out unless ``pieces``), else the request and the
+        turn (or its awaitable) to play async."""
         request = self._record(context, options)
         turn = self._next_turn(request)
         if type(turn) is Turn and not turn.latency and turn.fault != "hang":
-            return self._play_ready(turn, options.cancel)
+            if pieces:
+                return self._play_ready(turn, options.cancel)
+            return self._play_whole(turn, options.cancel)
         return request, turn
+
+    def _play_whole(self, turn: Turn, cancel: Any) -> Iterator[ProviderEvent]:
+        """:meth:`_play_ready` for a caller that reads no pieces: the start, each block
+        added whole (the abort checked after each), then the final event. An abort already
+        set when the reply starts (a listener of ``message_start``) ends it as the streamed
+        body does, after its first piece."""
+        b = MessageBuilder(api=self.api, model=self.model)
+        yield b.start()
+        if cancel is not None and cancel.is_set():
+            for _ in self._body(b, turn):
+                yield b.error("Request was aborted", aborted=True)
+                return
+        elif self._whole_body(b, turn, cancel.is_set if cancel is not None else _never):
+            yield b.error("Request was aborted", aborted=True)
+            return
+        if turn.fault is not None:
+            if turn.fault == "raise":
+                raise ScriptedFault(turn.error or "scripted provider crashed")
+            return
+        yield self._final(b, turn)
+
+    def _whole_body(self, b: MessageBuilder, turn: Turn, stopped: Callable[[], bool]) -> bool:
+        """Add the turn's blocks whole, as :meth:`_body` streams them; True when the run was
+        aborted after one of them (the rest not added)."""
+        if turn.thinking:
+            b.add_thinking(turn.thinking)
+            if stopped():
+                return True
+        if turn.text:
+            b.add_text(turn.text)
+            if stopped():
+                return True
+        for call in turn.tool_calls:
+            arguments = _parsed_copy(call.arguments)
+            if arguments is None:
+                arguments = parse_arguments(call.json_text)
+            b.add_toolcall(call.id or self._call_id(), call.name, arguments)
+            if stopped():
+                return True
+        return False
 
     def _play_ready(self, turn: Turn, cancel: Any) -> Iterator[ProviderEvent]:
         """:meth:`_play` for a turn that needs no waiting (no latency, no hang): the same
@@ -445,8 +497,8 @@ class _TurnStream(ReadyStream):
         self._taken: tuple[ScriptedRequest, Turn | Awaitable[Turn]] | None = None
         self._events: AsyncIterator[ProviderEvent] | None = None
 
-    def ready(self) -> Iterator[ProviderEvent] | None:
-        played = self._model._ready(self._context, self._options)
+    def ready(self, pieces: bool = True) -> Iterator[ProviderEvent] | None:
+        played = self._model._ready(self._context, self._options, pieces)
         if type(played) is tuple:
             self._taken = played
             return None
