@@ -248,6 +248,8 @@ class Runtime:
         self.temperature = temperature
         self.max_depth = max_depth
         self.last_run: ExecResult | None = None
+        self._plain: RunOptions | None = None
+        """The options of an exec that sets none (see :meth:`_plain_options`)."""
         self._listeners: list[Listener] = []
         self._agents: list[Agent] = []
         self._steering: deque[str | UserMessage] = deque()
@@ -438,13 +440,16 @@ class Runtime:
         if depth > 1:  # the outer exec and its first nesting start on a shallow stack
             self._check_stack(depth)
         try:
-            options = RunOptions(
-                tool_choice=tool_choice,
-                parallel_tool_calls=parallel_tool_calls,
-                max_iterations=max_iterations,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-            )
+            if tool_choice == "auto" and parallel_tool_calls is None and max_iterations is None:
+                options = self._plain_options()
+            else:
+                options = RunOptions(
+                    tool_choice=tool_choice,
+                    parallel_tool_calls=parallel_tool_calls,
+                    max_iterations=max_iterations,
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                )
             policy = ToolPolicy.of(toolset, tools_source, tools_allow, tools_deny)
         except RecursionError as exc:
             if depth == 0:
@@ -459,6 +464,19 @@ class Runtime:
             history=history,
         )
         return self._start(call)
+
+    def _plain_options(self) -> RunOptions:
+        """The options of an exec that sets none of its own: built (and checked) once for
+        this runtime's ``max_tokens`` and ``temperature``, again when either is changed."""
+        plain = self._plain
+        max_tokens, temperature = self.max_tokens, self.temperature
+        if (
+            plain is None
+            or plain.max_tokens is not max_tokens
+            or (plain.temperature is not temperature)
+        ):
+            plain = self._plain = RunOptions(max_tokens=max_tokens, temperature=temperature)
+        return plain
 
     def _too_deep(self, depth: int) -> NestingDepthError:
         limit = self._max_depth

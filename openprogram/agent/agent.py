@@ -33,6 +33,8 @@ from openprogram.types import AnyMessage, AssistantMessage, ToolSpec, UserMessag
 
 __all__ = ["Agent", "AgentState"]
 
+_DEFAULT_OPTIONS = RunOptions()  # frozen: one shared by every agent given no options
+
 
 @dataclass(slots=True)
 class AgentState:
@@ -141,7 +143,7 @@ class Agent:
         self.state = AgentState(context)
         self.provider = provider
         if options is None:
-            options = RunOptions(**settings)
+            options = RunOptions(**settings) if settings else _DEFAULT_OPTIONS
         elif settings:
             options = replace(options, **settings)
         queues = self._queues = _Queues(self.state)
@@ -302,8 +304,10 @@ class Agent:
     def _after_run(self, result: LoopResult) -> None:
         # Messages dequeued but not delivered (cap reached) go back, in front, so nothing
         # queued is lost.
-        self._queues.steering.extendleft(reversed(result.unconsumed_steering))
-        self._queues.follow_up.extendleft(reversed(result.unconsumed_follow_ups))
+        if result.unconsumed_steering:
+            self._queues.steering.extendleft(reversed(result.unconsumed_steering))
+        if result.unconsumed_follow_ups:
+            self._queues.follow_up.extendleft(reversed(result.unconsumed_follow_ups))
         self.state.last_result = result
         if result.reason == "error" and result.final is not None:
             self.state.error = result.final.error_message

@@ -457,9 +457,10 @@ def _end(
             AgentEnd(reason=reason, messages=run.new_messages, round=run.round, **run.position)
         )
     if final is None:
-        final = next(
-            (m for m in reversed(run.new_messages) if isinstance(m, AssistantMessage)), None
-        )
+        for message in reversed(run.new_messages):  # the last reply: at the end, as a rule
+            if isinstance(message, AssistantMessage):
+                final = message
+                break
     return LoopResult(
         reason=reason,
         messages=run.new_messages,
@@ -931,8 +932,8 @@ def _updater(run: _Run, call: ToolCall) -> Callable[[Any], None]:
 
 
 def _result_message(call: ToolCall, result: ToolResult) -> ToolResultMessage:
-    return ToolResultMessage(
-        call.id, call.name, result.content, result.is_error, result.details, timestamp=now_ms()
+    return ToolResultMessage(  # positional: one per call, keywords cost a third more
+        call.id, call.name, result.content, result.is_error, result.details, "toolResult", now_ms()
     )
 
 

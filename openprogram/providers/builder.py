@@ -63,7 +63,9 @@ class MessageBuilder:
     __slots__ = ("_args", "_last", "_open", "_scrub", "message")
 
     def __init__(self, *, api: str, model: str, scrub: Callable[[str], str] | None = None) -> None:
-        self.message = AssistantMessage(api=api, model=model, timestamp=now_ms())
+        # positional: a builder is made per model call, and keywords cost a third more here
+        message = AssistantMessage([], "assistant", "stop", None, Usage(), api, model, now_ms())
+        self.message = message
         self._scrub = scrub
         self._open: dict[Any, int] = {}
         self._args: dict[int, list[str]] = {}
@@ -200,7 +202,11 @@ class MessageBuilder:
         if usage is not None:
             self.message.usage = usage
         if stop_reason is None:
-            stop_reason = "toolUse" if self.message.tool_calls else "stop"
+            stop_reason = "stop"
+            for block in self.message.content:
+                if isinstance(block, ToolCall):
+                    stop_reason = "toolUse"
+                    break
         self.message.stop_reason = stop_reason
         return ProviderDone(reason=stop_reason, message=self.message)
 

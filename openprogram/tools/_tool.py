@@ -253,6 +253,12 @@ _GATE_KEYS = ("expose", "toolsets", "unsafe_in", "check", "requires_env", "defer
 def _dict_gates(entry: Mapping[str, Any]) -> ToolGates | None:
     """Gating flags given as keys of a tool dict (``{"spec":..., "execute":..., "defer":
     True}``); ``toolset`` is accepted as a one-name ``toolsets``."""
+    for key in _GATE_KEYS:
+        if key in entry:
+            break
+    else:
+        if "toolset" not in entry:
+            return None  # the common dict: no gate keys (checked without building a dict)
     given = {k: entry[k] for k in _GATE_KEYS if k in entry}
     if "toolset" in entry:
         given["toolsets"] = [entry["toolset"]]
