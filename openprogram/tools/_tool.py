@@ -218,9 +218,14 @@ def as_tool(entry: Any) -> Tool:
             return own
     if type(entry) is dict or isinstance(entry, Mapping):
         if "spec" in entry and "execute" in entry and callable(entry["execute"]):
+            kept = _adapted_before(entry)
+            if kept is not None:
+                return kept
             spec = ToolSpec.coerce(entry["spec"], entry=entry)
             run, is_async = _runner(entry["execute"])
-            return Tool(spec, run, is_async=is_async, source=entry, gates=_dict_gates(entry))
+            tool = Tool(spec, run, is_async=is_async, source=entry, gates=_dict_gates(entry))
+            _keep_adapted(entry, tool)
+            return tool
         raise ToolEntryError(
             f"tool entry {_short(entry)} is a dict without both 'spec' and a callable "
             f"'execute'; a tool entry must be {_ACCEPTED}"
@@ -240,6 +245,61 @@ def as_tool(entry: Any) -> Tool:
     raise ToolEntryError(
         f"tool entry {_short(entry)} is not a tool{hint}; a tool entry must be {_ACCEPTED}"
     )
+
+
+_ADAPTED: dict[int, tuple[dict[str, Any], Any, Any, tuple[Any, Any, Any, Any], Tool]] = {}
+"""Tools adapted from plain ``{"spec": ..., "execute": ...}`` dicts, by the dict's identity,
+with what the adaptation read from it: the same dict passed again (a module-level tool
+dict given to every exec) is adapted once, while a dict or spec changed since is adapted
+anew. Bounded; holding the dict keeps its id from being reused."""
+
+
+def _spec_read(spec: Any) -> tuple[Any, Any, Any, Any] | None:
+    """What adapting ``spec`` reads (compared by identity on the next use); None: a spec
+    whose adaptation is not kept."""
+    if type(spec) is dict:
+        return (
+            spec.get("name"),
+            spec.get("description"),
+            spec.get("parameters", _ABSENT),
+            spec.get("input_schema", _ABSENT),
+        )
+    return (spec, None, None, None) if type(spec) is ToolSpec else None
+
+
+_ABSENT: Any = object()
+
+
+def _adapted_before(entry: Any) -> Tool | None:
+    """The tool adapted from ``entry`` before, when nothing it was built from changed."""
+    kept = _ADAPTED.get(id(entry))
+    if kept is None or kept[0] is not entry or len(entry) != 2:
+        return None
+    spec = entry["spec"]
+    if spec is not kept[1] or entry["execute"] is not kept[2]:
+        return None
+    now, then = _spec_read(spec), kept[3]
+    if (
+        now is None
+        or now[0] is not then[0]
+        or now[1] is not then[1]
+        or now[2] is not then[2]
+        or now[3] is not then[3]
+    ):
+        return None
+    return kept[4]
+
+
+def _keep_adapted(entry: Any, tool: Tool) -> None:
+    """Keep the tool of a plain two-key tool dict (no gate keys) for :func:`_adapted_before`."""
+    if type(entry) is not dict or len(entry) != 2:
+        return
+    read = _spec_read(entry["spec"])
+    if read is None:
+        return
+    if len(_ADAPTED) > 4096:  # bounded, as the validator cache
+        _ADAPTED.clear()
+    _ADAPTED[id(entry)] = (entry, entry["spec"], entry["execute"], read, tool)
 
 
 def _short(entry: Any) -> str:
