@@ -219,6 +219,7 @@ class _Run:
         "parent_run_id",
         "position",
         "reply_calls",
+        "request",
         "round",
         "run_id",
         "task",
@@ -258,6 +259,8 @@ class _Run:
         self.reply_calls: list[ToolCall] = []
         """The tool calls of the last reply finalized, in order (found as their ids are
         made unique)."""
+        self.request: Context | None = None
+        """What the model is shown: the same for each call of a pass (see Context)."""
         self.claimed: list[ToolCall] = []
         """Calls of the streaming reply whose ids were made unique as they started."""
         self.error: BaseException | None = None
@@ -583,7 +586,15 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     options = StreamOptions.of(
         run.config.options, cancel=run.cancel, depth=run.depth, round=run.round
     )
-    request = Context(context.system_prompt, context.messages, specs)
+    request = run.request
+    if (
+        request is None
+        or request.tools is not specs
+        or request.messages is not context.messages
+        or request.system_prompt is not context.system_prompt
+    ):
+        # one per pass: a provider reads it during its call only (see Context)
+        request = run.request = Context(context.system_prompt, context.messages, specs)
     partial: AssistantMessage | None = None
     context.stream_message = None  # the reply's partial once it starts (see _read_ready)
     listeners = run.listeners
@@ -767,7 +778,7 @@ async def _execute_tool_calls(
         outcome = (
             await _await_one(run, call, started) if isinstance(started, _Awaiting) else started
         )
-        _record_result(run, _end_one(run, call, outcome))
+        _end_one(run, call, outcome)
         # A tool may have caught the run's CancelledError and returned: the abort stands.
         if _stop_requested(run):
             continue  # the next call is answered as aborted; leave steering queued
@@ -830,11 +841,16 @@ async def _await_one(run: _Run, call: ToolCall, started: _Awaiting) -> Outcome:
         run.context.pending_tool_calls.discard(call.id)
 
 
-def _end_one(run: _Run, call: ToolCall, outcome: Outcome) -> ToolResultMessage:
+def _end_one(run: _Run, call: ToolCall, outcome: Outcome) -> None:
+    """A call's end event, then its result in the history."""
     result = _result_message(call, outcome[0])
     if run.listeners:
         run.emit(_tool_end(run, call, result, outcome[1]))
-    return result
+    context = run.context  # _record_result, inline: once per call
+    context.messages.append(result)
+    run.new_messages.append(result)
+    run.turn_results.append(result)
+    run.emit_message(result)
 
 
 def _interrupted(run: _Run, call: ToolCall, exc: BaseException) -> None:
@@ -884,7 +900,8 @@ def _invoke(run: _Run, call: ToolCall) -> Outcome | _Awaiting:
         return _own_cancellation(run, exc)
     if tool.is_async or (type(value) not in _PLAIN and hasattr(value, "__await__")):
         return _Awaiting(value)
-    return _returned(value)
+    result = normalize_result(value)  # _returned, inline: once per call
+    return result, "returned" if result.is_error else None
 
 
 class _Awaiting:
