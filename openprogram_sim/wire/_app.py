@@ -608,9 +608,9 @@ class WireApp:
         """The request body of session ``name``'s request, or :class:`Refused` (the
         failure charged to the session): HTTP 503 when the server marked the request
         :data:`FULL` (nothing is read), 413 past ``max_body`` bytes (nothing is read when
-        ``content-length`` says so), 408 when it comes slower than ``body_timeout`` and
-        ``body_min_rate`` allow, 503 when the server stops while it comes (not charged).
-        :class:`ClientGone` when the client left."""
+        ``content-length`` says so and the body is still to come), 408 when it comes
+        slower than ``body_timeout`` and ``body_min_rate`` allow, 503 when the server stops
+        while it comes (not charged). :class:`ClientGone` when the client left."""
         full = scope.get(FULL)
         if full is not None:
             self.full += 1
@@ -620,16 +620,16 @@ class WireApp:
         paced: _Paced | None = None
         limit = self.max_body
         try:
-            if declared_too_large(scope["headers"], limit):
-                raise BodyTooLarge(limit or 0)
             first: Message | None = None
-            if scope.get(BODY_IN):  # the body came whole: this read cannot wait
+            if scope.get(BODY_IN):  # the body came whole (its content-length with it)
                 first = await receive()
                 if first["type"] == "http.request" and not first.get("more_body", False):
                     body: bytes = first.get("body", b"")
                     if limit is not None and len(body) > limit:
                         raise BodyTooLarge(limit)
                     return body
+            elif declared_too_large(scope["headers"], limit):
+                raise BodyTooLarge(limit or 0)
             paced = _Paced(
                 receive, self.body_timeout, self.body_min_rate, self.stopping(), first=first
             )
