@@ -863,6 +863,8 @@ class _ModelCall:
         self.app = app
         self.api = api
         self.stream = stream  # None: the body's "stream" says
+        self._expands = api in ("openai-responses", "anthropic")
+        """The server keeps conversations on this API (:meth:`_whole`)."""
         self._ready: dict[tuple[int, int, bool, str], Any] = {}
         """Each turn's answer ready to send (see :class:`_Ready`), by turn, fault, stream
         and model, from its second use (``None``: the turn's answer is delivered step by
@@ -942,13 +944,15 @@ class _ModelCall:
         problem = _malformed(api, body)
         if problem is not None:
             return self._fail(session, 400, f"request #{index} ({api}): {problem}"), None
-        try:
-            whole = self._whole(session, body)
-        except (ResponsesRefused, ThreadRefused) as exc:
-            self._fail(session, 400, f"request #{index} ({api}): {exc.message}")
-            return Delivery(response=exc.answer()), None
-        if whole is not body:
-            session.whole_body(index, whole)
+        whole = body
+        if self._expands:
+            try:
+                whole = self._whole(session, body)
+            except (ResponsesRefused, ThreadRefused) as exc:
+                self._fail(session, 400, f"request #{index} ({api}): {exc.message}")
+                return Delivery(response=exc.answer()), None
+            if whole is not body:
+                session.whole_body(index, whole)
         taken = session.take(index)
         if taken is None:
             message = (
@@ -1069,11 +1073,12 @@ class _Ready:
     def holds(self, turn: Turn, fault: WireFault) -> bool:
         """Whether this is still the answer to ``turn`` and ``fault`` (neither was changed
         in place since it was made)."""
+        # (a fault is frozen: only its headers, a mapping, can change in place)
         return (
             self.turn is turn
             and self.fault is fault
             and self.turn_copy == turn
-            and self.fault_copy == fault
+            and fault.headers == self.fault_copy.headers
         )
 
     @classmethod
