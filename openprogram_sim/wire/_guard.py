@@ -200,12 +200,20 @@ class Coalescing:
     cost one system call and one TCP segment instead of two. What is held is written
     before the transport closes or half-closes, so a cut or a linger loses nothing."""
 
-    __slots__ = ("_held", "_loop", "_transport")
+    __slots__ = (
+        "_held", "_loop", "_transport", "get_extra_info", "is_closing", "pause_reading",
+        "resume_reading",
+    )  # fmt: skip
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._held: list[bytes] = []
+        # the transport's own, read on every request (not looked up through __getattr__)
+        self.get_extra_info = transport.get_extra_info
+        self.is_closing = transport.is_closing
+        self.pause_reading = transport.pause_reading
+        self.resume_reading = transport.resume_reading
 
     def write(self, data: bytes) -> None:
         if not self._held:
