@@ -240,6 +240,12 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     finally:
         if gc.get_threshold()[2] == _NO_FULL_COLLECTION:  # unless someone else set them
             gc.set_threshold(*thresholds)
+        # What collection built (the harness, the items) lives while the items run: frozen,
+        # the full collections that come meanwhile do not scan it again (each one scanned
+        # it all). Unfrozen before the summary (see _unfreeze), so every collection from
+        # then on sees the whole heap, as without the freeze.
+        gc.freeze()
+        state.frozen = True
 
 
 _NO_FULL_COLLECTION = 1 << 30
@@ -284,7 +290,25 @@ def pytest_runtest_makereport(
     return report
 
 
+def _unfreeze(config: pytest.Config) -> None:
+    """The heap frozen after collection goes back to the collector once the items have run
+    (first thing as the session finishes):
+    the collections at the session's end (pytest's for unraisable exceptions, Hypothesis's
+    as it loads for its summary, which looks for a referrer among all objects) see every
+    object, free what became garbage, and report its unraisable exceptions, as before."""
+    state = config.stash.get(STATE, None)
+    if state is not None and state.frozen:
+        gc.unfreeze()
+        state.frozen = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _unfreeze(session.config)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    _unfreeze(config)  # a session that ended before it finished
     collector = config.stash.get(_COLLECTOR, None)
     if collector is not None:
         config.pluginmanager.unregister(collector)

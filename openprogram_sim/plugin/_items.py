@@ -59,6 +59,9 @@ class State:
         """What a scenario file's item is (an eval's item under ``--openprogram-eval``)."""
         self.evals: dict[str, str] = {}
         """Each eval item's one-line summary, by node id (the controller's, under xdist)."""
+        self.frozen = False
+        """Whether the heap collection built is frozen (``gc.freeze``) until the session
+        ends (see the plugin's ``pytest_collection``)."""
 
     def owns(self, resolved: Path) -> bool:
         """Whether ``resolved`` (a resolved path) is under one of the scenario roots."""
