@@ -54,7 +54,7 @@ from openprogram.providers.base import (
     Provider,
     ReadyStream,
     RunOptions,
-    StreamOptions,
+    stream_options,
 )
 from openprogram.tools import ArgumentsError, Tool, ToolResult, normalize_result
 from openprogram.types import (
@@ -583,9 +583,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
     context = run.context
     if run.cancel.is_set():
         return _finish_message(run, None, _failed("aborted", "Run aborted before the model call"))
-    options = StreamOptions.of(
-        run.config.options, cancel=run.cancel, depth=run.depth, round=run.round
-    )
+    options = stream_options(run.config.options, run.cancel, run.depth, run.round)
     request = run.request
     if (
         request is None
