@@ -937,15 +937,20 @@ class _ModelCall:
         path, root = scope["path"], scope.get("root_path", "")
         if not path.startswith(root):
             path = root + path
-        index = session.arrive(
-            api, stream, scope["method"], scope.get("server"), path,
-            scope.get("query_string", b""), scope["headers"], raw, body is not None,
-        )  # fmt: skip
+        method, server = scope["method"], scope.get("server")
+        query, headers = scope.get("query_string", b""), scope["headers"]
         problem = _malformed(api, body)
-        if problem is not None:
-            return self._fail(session, 400, f"request #{index} ({api}): {problem}"), None
         whole = body
-        if self._expands:
+        if problem is None and not self._expands:  # a plain model call: one hold of the lock
+            index, taken = session.arrive_call(
+                api, stream, method, server, path, query, headers, raw
+            )  # fmt: skip
+        else:
+            index = session.arrive(
+                api, stream, method, server, path, query, headers, raw, body is not None
+            )  # fmt: skip
+            if problem is not None:
+                return self._fail(session, 400, f"request #{index} ({api}): {problem}"), None
             try:
                 whole = self._whole(session, body)
             except (ResponsesRefused, ThreadRefused) as exc:
@@ -953,7 +958,7 @@ class _ModelCall:
                 return Delivery(response=exc.answer()), None
             if whole is not body:
                 session.whole_body(index, whole)
-        taken = session.take(index)
+            taken = session.take(index)
         if taken is None:
             message = (
                 f"openprogram-sim: the script is exhausted: request #{index} ({api}) "

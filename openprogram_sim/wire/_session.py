@@ -339,25 +339,58 @@ class Session:
         body for the first ``keep_bodies``), else counted only; what is kept is masked
         when it is read (:attr:`requests`)."""
         with self._lock:
-            self.count += 1
-            index = self.count
-            keep = self.keep_bodies
-            if keep is not None and index > keep:
-                raw, parsed = b"", False
-                self.bodies_dropped += 1
-            size = len(raw)
-            full = self.not_kept or (self.budget is not None and not self.budget.take(size))
-            if full:
-                self.not_kept += 1
-                return index
-            self._kept_bytes += size
-            blob = b"\0".join([x for kv in headers for x in kv])
-            kept = _Kept(
-                index, api, stream, method, server, path, query, blob, raw, parsed,
-                time.monotonic(),
-            )  # fmt: skip
-            self._requests.append(kept)
+            return self._arrive(api, stream, method, server, path, query, headers, raw, parsed)
+
+    def arrive_call(
+        self,
+        api: str | None,
+        stream: bool,
+        method: str,
+        server: tuple[str, int] | None,
+        path: str,
+        query: bytes,
+        headers: list[tuple[bytes, bytes]],
+        raw: bytes,
+    ) -> tuple[int, tuple[int, Turn, WireFault] | None]:
+        """:meth:`arrive` of a well-formed model call (its body JSON) and :meth:`take` of
+        its turn, under one hold of the lock: the request's number and the turn (``None``:
+        the script is exhausted)."""
+        with self._lock:
+            index = self._arrive(api, stream, method, server, path, query, headers, raw, True)
+            return index, self._take(index)
+
+    def _arrive(
+        self,
+        api: str | None,
+        stream: bool,
+        method: str,
+        server: tuple[str, int] | None,
+        path: str,
+        query: bytes,
+        headers: list[tuple[bytes, bytes]],
+        raw: bytes,
+        parsed: bool,
+    ) -> int:
+        # (the lock held)
+        self.count += 1
+        index = self.count
+        keep = self.keep_bodies
+        if keep is not None and index > keep:
+            raw, parsed = b"", False
+            self.bodies_dropped += 1
+        size = len(raw)
+        full = self.not_kept or (self.budget is not None and not self.budget.take(size))
+        if full:
+            self.not_kept += 1
             return index
+        self._kept_bytes += size
+        blob = b"\0".join([x for kv in headers for x in kv])
+        kept = _Kept(
+            index, api, stream, method, server, path, query, blob, raw, parsed,
+            time.monotonic(),
+        )  # fmt: skip
+        self._requests.append(kept)
+        return index
 
     def kept(self, index: int) -> bool:
         """Whether request ``index`` is kept (not past the server's budget)."""
@@ -388,26 +421,30 @@ class Session:
         """The next turn for request ``index`` (a model call): its number (from 1), the
         turn and its fault; ``None`` when the script is exhausted."""
         with self._lock:
-            self.call_count += 1
-            if index <= len(self._requests):
-                self._calls.append(index - 1)
-            total = len(self.script)
-            if self.served >= total and not (self.cycle and total):
-                return None
-            turn, fault = self.script[self.served % total]
-            self.served += 1
-            if turn.fault is not None or fault.cut_after is not None or fault.corrupt_chunk:
-                self._cuts.add(index)
-            option = None
-            if turn.one_of:
-                if self._rng is None:
-                    self._rng = random.Random(self.seed)
-                turn, option = turn.draw(self._rng)
-            if option is not None and len(self.draws) < KEPT_ROUNDS:
-                self.draws.append((self.served, option))
-            elif option is not None:
-                self.draws_dropped += 1
-            return self.served, turn, fault
+            return self._take(index)
+
+    def _take(self, index: int) -> tuple[int, Turn, WireFault] | None:
+        # (the lock held)
+        self.call_count += 1
+        if index <= len(self._requests):
+            self._calls.append(index - 1)
+        total = len(self.script)
+        if self.served >= total and not (self.cycle and total):
+            return None
+        turn, fault = self.script[self.served % total]
+        self.served += 1
+        if turn.fault is not None or fault.cut_after is not None or fault.corrupt_chunk:
+            self._cuts.add(index)
+        option = None
+        if turn.one_of:
+            if self._rng is None:
+                self._rng = random.Random(self.seed)
+            turn, option = turn.draw(self._rng)
+        if option is not None and len(self.draws) < KEPT_ROUNDS:
+            self.draws.append((self.served, option))
+        elif option is not None:
+            self.draws_dropped += 1
+        return self.served, turn, fault
 
     def fail(self, message: str) -> None:
         with self._lock:
