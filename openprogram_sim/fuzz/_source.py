@@ -180,7 +180,7 @@ def weighted(src: Source, options: Sequence[T], weights: Mapping[Any, int]) -> T
         if len(_POOLS) >= 1024:
             _POOLS.clear()
         entry = _POOLS[key] = (weights, tuple(o for o in options for _ in range(weights.get(o, 1))))
-    pool = entry[1]
+    pool: tuple[T, ...] = entry[1]
     return pool[src.integer(0, len(pool) - 1)]
 
 

@@ -246,9 +246,11 @@ def build_model(scenario: Scenario) -> ScriptedModel:
     """The scripted model for the scenario's ``model:`` turns (the turns of
     :meth:`~openprogram_sim.scenario.Scenario.script`, without the ``wire:`` faults the
     scripted model does not play)."""
-    if not isinstance(scenario.model, list):
+    model = scenario.model
+    if not isinstance(model, list):
         scenario.script()  # its TypeError: model: names a cassette
-    turns = [turn.to_turn() for turn in scenario.model]
+        raise AssertionError("unreachable: script() refuses a cassette")
+    turns = [turn.to_turn() for turn in model]
     seed = scenario.seed
     if seed is not None:
         turns = [replace(t, seed=seed) if t.one_of else t for t in turns]
