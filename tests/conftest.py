@@ -11,6 +11,19 @@ import pytest
 # only in a top-level conftest, so it is enabled here rather than in tests/plugin/.
 pytest_plugins = ["pytester"]
 
+# An in-process pytester session forgets the modules imported during it. langsmith's pytest
+# plugin (installed with the frameworks of the test extra) imports the OpenTelemetry SDK in
+# each inner session; forgotten and imported again later, its modules came back as a second
+# copy beside objects of the first, and `--otel`'s spans lost their parents (every span a
+# trace of its own) in whichever test ran after such a session. Imported here, before any
+# inner session, they are one copy for the whole run.
+try:
+    import opentelemetry.sdk.trace
+    import opentelemetry.trace  # noqa: F401
+    from opentelemetry.exporter.otlp.proto.common import trace_encoder  # noqa: F401
+except ImportError:  # the otel extra is not installed: its tests are skipped
+    pass
+
 # The adapters (and the official SDKs) read these when no base_url= is given: a developer's
 # or a CI machine's own settings must not send the suite's requests elsewhere. Tests of the
 # variables set them with monkeypatch.
