@@ -16,7 +16,7 @@ import threading
 import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -243,18 +243,10 @@ def _message_fields(message: Any) -> dict[str, Any]:
 
 
 def build_model(scenario: Scenario) -> ScriptedModel:
-    """The scripted model for the scenario's ``model:`` turns (the turns of
-    :meth:`~openprogram_sim.scenario.Scenario.script`, without the ``wire:`` faults the
+    """The scripted model for the scenario's ``model:`` turns
+    (:meth:`~openprogram_sim.scenario.Scenario.turns`: without the ``wire:`` faults the
     scripted model does not play)."""
-    model = scenario.model
-    if not isinstance(model, list):
-        scenario.script()  # its TypeError: model: names a cassette
-        raise AssertionError("unreachable: script() refuses a cassette")
-    turns = [turn.to_turn() for turn in model]
-    seed = scenario.seed
-    if seed is not None:
-        turns = [replace(t, seed=seed) if t.one_of else t for t in turns]
-    return ScriptedModel(turns)
+    return ScriptedModel(scenario.turns())
 
 
 def _scenario_model(scenario: Scenario) -> Provider:

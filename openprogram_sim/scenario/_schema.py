@@ -292,10 +292,10 @@ class ModelTurn(_Model):
             latency=self.latency,
         )
 
-    def to_step(self) -> ScriptStep:
-        """The reply and its ``wire:`` fault, as the wire simulator serves it."""
+    def wire_fault(self) -> WireFault:
+        """The reply's ``wire:`` fault, as the wire simulator serves it."""
         spec = self.wire.model_dump(exclude_none=True) if self.wire is not None else None
-        return self.to_turn(), WireFault.coerce(spec)
+        return WireFault.coerce(spec)
 
 
 class ModelChoice(ModelTurn):
@@ -1068,12 +1068,22 @@ class Scenario(_Model):
         :class:`~openprogram_sim.models.ScriptedModel`, :func:`~openprogram_sim.wire.serve`
         and :class:`~openprogram_sim.wire.ScriptedWire` play. A ``TypeError`` when ``model:``
         names a cassette."""
+        faults = [turn.wire_fault() for turn in self._model_turns()]
+        return list(zip(self.turns(), faults, strict=True))
+
+    def turns(self) -> list[Turn]:
+        """The ``model:`` turns as the scripted model plays them (:meth:`script` without the
+        ``wire:`` faults, which it does not play), the scenario's ``seed`` on each
+        ``one_of`` turn. A ``TypeError`` when ``model:`` names a cassette."""
+        turns = [turn.to_turn() for turn in self._model_turns()]
+        if self.seed is None:
+            return turns
+        return [replace(t, seed=self.seed) if t.one_of else t for t in turns]
+
+    def _model_turns(self) -> list[ModelTurn]:
         if not isinstance(self.model, list):
             raise TypeError(f"{self.path}: model: names a cassette, not a list of turns")
-        steps = [turn.to_step() for turn in self.model]
-        if self.seed is None:
-            return steps
-        return [(replace(t, seed=self.seed) if t.one_of else t, f) for t, f in steps]
+        return self.model
 
     def line(self, *path: Any) -> int | None:
         """The line of the key at ``path`` in the file it was loaded from (None when built

@@ -278,3 +278,30 @@ def test_a_scenario_dumps_and_loads_back_without_warnings() -> None:
     data = scenario.model_dump()  # warnings are errors in this suite
     assert data["exec"]["tool_choice"] == {"type": "function", "name": "search"}
     assert type(scenario).model_validate(data) == scenario
+
+
+def test_turns_are_the_scripts_turns_seeded_and_a_cassette_is_refused() -> None:
+    scenario = parse_scenario(
+        textwrap.dedent(
+            """
+            scenario: seeded turns
+            exec: {content: go}
+            seed: 7
+            model:
+              - one_of:
+                  - {weight: 1, text: a}
+                  - {weight: 1, text: b}
+              - text: done
+                wire: {status: 429}
+            """
+        )
+    )
+    turns = scenario.turns()
+    assert turns == [turn for turn, _ in scenario.script()]
+    assert [t.seed for t in turns] == [7, None]
+    assert [fault.status for _, fault in scenario.script()] == [None, 429]
+    cassette = parse_scenario(
+        "scenario: replayed\nexec: {content: go}\nmodel: {cassette: run.cassette.yaml}\n"
+    )
+    with pytest.raises(TypeError, match="model: names a cassette, not a list of turns"):
+        cassette.turns()
