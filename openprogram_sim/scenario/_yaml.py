@@ -172,7 +172,7 @@ def _flatten_merges(root: yaml.Node) -> None:
     """Apply ``<<`` merge keys (as YAML's safe loader does) before measuring."""
     seen: set[int] = set()
     stack = [root]
-    flattener = yaml.SafeLoader("")
+    flattener = yaml.constructor.SafeConstructor()  # the safe loader's own, without its parser
     while stack:
         node = stack.pop()
         if id(node) in seen:
@@ -234,7 +234,10 @@ class _Builder:
     the line of every key and value by key path, so the node tree can be let go."""
 
     def __init__(self) -> None:
-        self.constructor = yaml.SafeLoader("")
+        # the safe loader's constructor alone: a whole SafeLoader holds its parser's state
+        # as a bound method of itself, a cycle that kept every file's nodes and marks alive
+        # until the next garbage collection (some forty objects a file)
+        self.constructor = yaml.constructor.SafeConstructor()
         self.duplicates: list[tuple[tuple[Any, ...], int, int]] = []
         self.path: list[Any] = []
         """The key path of the node being built."""
