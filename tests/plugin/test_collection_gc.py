@@ -1,10 +1,12 @@
-"""While scenario files are collected, the garbage collector makes no full collection (the
-heap collection builds stays alive); its thresholds are as before once collection ends, and
-a session without scenario paths never sees them changed."""
+"""While scenario files are collected, the garbage collector makes no collection (the heap
+collection builds stays alive, and loading a scenario file leaves no cycles behind); it is
+on again, with its thresholds as before, once collection ends, and a session without
+scenario paths never sees it off."""
 
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 
@@ -36,7 +38,7 @@ import gc
 
 
 def test_thresholds_while_running():
-    print("running:", gc.get_threshold())
+    print("running:", gc.get_threshold(), gc.isenabled())
 """
 
 
@@ -49,14 +51,36 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_no_full_collection_while_scenarios_are_collected(project: pytest.Pytester) -> None:
+def test_no_collection_while_scenarios_are_collected(project: pytest.Pytester) -> None:
     before = gc.get_threshold()
     result = project.runpytest_inprocess("--openprogram-scenarios", "-s")
     result.assert_outcomes(passed=2)
-    young = f"({before[0]}, {before[1]}, {1 << 30}) True"
-    result.stdout.fnmatch_lines([f"*running: {before}", f"while collecting: {young}"])
+    result.stdout.fnmatch_lines([f"*running: {before} True", f"while collecting: {before} False"])
     result.stdout.fnmatch_lines([f"after: {before}"])
     assert gc.get_threshold() == before
+    assert gc.isenabled()
+
+
+def test_a_collection_that_fails_turns_the_collector_back_on(project: pytest.Pytester) -> None:
+    project.makepyfile(test_broken="raise ImportError('no such thing')")
+    result = project.runpytest_inprocess("--openprogram-scenarios")
+    result.stdout.fnmatch_lines(["*ImportError*no such thing*"])
+    assert gc.isenabled()
+
+
+def test_loading_a_scenario_file_leaves_no_cycles(tmp_path: Path) -> None:
+    from openprogram_sim.scenario import load_scenario
+
+    path = tmp_path / "one.yaml"
+    path.write_text(SCENARIO)
+    load_scenario(path)  # the harness imported, its caches filled
+    gc.collect()
+    gc.disable()
+    try:
+        load_scenario(path)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_a_session_without_scenario_paths_keeps_the_thresholds(
@@ -65,5 +89,5 @@ def test_a_session_without_scenario_paths_keeps_the_thresholds(
     before = gc.get_threshold()
     result = project.runpytest_inprocess("-s")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"*running: {before}", f"while collecting: {before} True"])
+    result.stdout.fnmatch_lines([f"*running: {before} True", f"while collecting: {before} True"])
     assert gc.get_threshold() == before
