@@ -61,6 +61,8 @@ class State:
         """What a scenario file's item is (an eval's item under ``--openprogram-eval``)."""
         self.evals: dict[str, str] = {}
         """Each eval item's one-line summary, by node id (the controller's, under xdist)."""
+        self.fixture_infos: dict[tuple[Any, tuple[str, ...]], Any] = {}
+        """The fixture closure of the scenario items, by folder node and fixture names."""
         self.frozen = False
         """Whether the heap collection built is frozen (``gc.freeze``) until the session
         ends (see the plugin's ``pytest_collection``)."""
@@ -158,6 +160,23 @@ class ScenarioNotRun(Exception):
         self.error = error
 
 
+def _fixture_info(item: ScenarioItem) -> Any:
+    """pytest's fixture closure for ``item``: what the fixtures it names and the autouse
+    ones visible from its folder need. Scenario files of one folder that name the same
+    fixtures share it (as a parametrized test's items share their function's): it depends
+    only on the folder's chain of nodes and those names, and computing it cost each item."""
+    manager = item.session._fixturemanager
+    state = item.config.stash.get(STATE, None)
+    file = item.parent
+    if state is None or file is None or file.parent is None or file.own_markers:
+        return manager.getfixtureinfo(node=item, func=None, cls=None)
+    key = (file.parent, tuple(item.wanted))
+    info = state.fixture_infos.get(key)
+    if info is None:
+        info = state.fixture_infos[key] = manager.getfixtureinfo(node=item, func=None, cls=None)
+    return info
+
+
 class ScenarioItem(pytest.Item):
     """One scenario file, run on the simulator and checked against its ``expect:``."""
 
@@ -181,7 +200,7 @@ class ScenarioItem(pytest.Item):
             self.add_marker(pytest.mark.usefixtures(*self.wanted))
         self.nofuncargs = True  # no function to read parameters from: the marker names them
         self.obj = None  # what pytest's fixture errors show the source of (there is none)
-        info = self.session._fixturemanager.getfixtureinfo(node=self, func=None, cls=None)
+        info = _fixture_info(self)
         self._fixtureinfo = info
         self.fixturenames = info.names_closure
         self.funcargs: dict[str, Any] = {}

@@ -146,3 +146,55 @@ def test_a_setup_failure_is_the_scenario_s_failure_with_the_user_s_traceback(
     # no frame of ours in the traceback (pytest may still name the package in a warning
     # that it was imported before the inner session could rewrite it)
     assert "openprogram_sim/" not in result.stdout.str()
+
+
+FOLDER_CONFTEST = """
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def {name}_autouse(request):
+    print("autouse {name} for", request.node.name)
+
+
+@pytest.fixture
+def {name}_value():
+    print("value {name}")
+    return 1
+"""
+
+PLAIN = """\
+scenario: {title}
+exec: {{content: "Hi."}}
+model:
+  - text: hello
+"""
+
+
+def test_each_item_gets_the_fixtures_of_its_own_folder_and_its_own_list(
+    pytester: pytest.Pytester,
+) -> None:
+    """Items of one folder that name the same fixtures share their closure; one that names
+    another, or sits in another folder (with its own autouse fixture), gets its own."""
+    for folder in ("a", "b"):
+        (pytester.path / "scenarios" / folder).mkdir(parents=True)
+        (pytester.path / "scenarios" / folder / "conftest.py").write_text(
+            FOLDER_CONFTEST.format(name=folder)
+        )
+    a = pytester.path / "scenarios" / "a"
+    (a / "one.yaml").write_text(PLAIN.format(title="a one"))
+    (a / "two.yaml").write_text(PLAIN.format(title="a two"))
+    (a / "three.yaml").write_text(PLAIN.format(title="a three") + "fixtures: [a_value]\n")
+    (pytester.path / "scenarios" / "b" / "four.yaml").write_text(PLAIN.format(title="b four"))
+    (pytester.path / "scenarios" / "b" / "five.yaml").write_text(
+        PLAIN.format(title="b five") + "fixtures: [a_value]\n"
+    )
+    result = pytester.runpytest_inprocess("--openprogram-scenarios", "-s", "-p", "no:randomly")
+    result.assert_outcomes(passed=4, errors=1)
+    out = result.stdout.str()
+    for title in ("a one", "a two", "a three"):
+        assert f"autouse a for {title}" in out
+        assert f"autouse b for {title}" not in out
+    assert "autouse b for b four" in out and "autouse a for b four" not in out
+    assert out.count("value a") == 1  # a three's, not a one's or a two's
+    result.stdout.fnmatch_lines(["*no fixture 'a_value' is visible here*"])  # b five's
