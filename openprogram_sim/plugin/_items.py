@@ -52,8 +52,9 @@ class State:
         self.skipped: list[tuple[Path, str]] = []
         """Files under the roots left alone, with why (a cassette), for ``-v``."""
         self.base = config.invocation_params.dir.resolve()
-        self.tags: set[str] = set()
-        """Scenario tags already registered as markers."""
+        self.tags: dict[str, Any] = {}
+        """Scenario tags already registered as markers (and the plugin's marker), each
+        with its ``pytest.mark`` decorator."""
         self.records: dict[str, dict[str, Any]] = {}
         self.started = time.perf_counter()
         self.written: Path | None = None
@@ -94,23 +95,29 @@ class ScenarioFile(pytest.File):
         kind = state.item_class if state is not None else ScenarioItem
         item = kind.from_parent(self, name=_node_name(scenario.scenario), scenario=scenario)
         for tag in scenario.tags:
-            _register_marker(self.config, tag)
-            item.add_marker(tag)
-        item.add_marker("openprogram_scenario")
+            item.add_marker(_register_marker(self.config, tag))
+        item.add_marker(_register_marker(self.config, "openprogram_scenario", tag=False))
         yield item
 
 
-def _register_marker(config: pytest.Config, tag: str) -> None:
-    # Tags are only known once a file is read; registering each before it is applied is
-    # what lets --strict-markers accept them (pytest re-reads the marker list on lookup).
+def _register_marker(config: pytest.Config, name: str, *, tag: bool = True) -> Any:
+    """The marker ``name`` (a ``pytest.mark`` decorator, made once a session and then
+    reused), a scenario tag registered first: tags are only known once a file is read, and
+    registering each before it is applied is what lets --strict-markers accept them (pytest
+    re-reads the marker list on lookup)."""
     state = config.stash.get(STATE, None)
-    if state is not None and tag in state.tags:
-        return
-    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
-    if tag not in known:
-        config.addinivalue_line("markers", f"{tag}: scenario tag")
     if state is not None:
-        state.tags.add(tag)
+        mark = state.tags.get(name)
+        if mark is not None:
+            return mark
+    if tag:
+        known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+        if name not in known:
+            config.addinivalue_line("markers", f"{name}: scenario tag")
+    mark = getattr(pytest.mark, name)
+    if state is not None:
+        state.tags[name] = mark
+    return mark
 
 
 def display_path(config: pytest.Config, path: Path) -> str:

@@ -67,7 +67,9 @@ def trace_properties(traces: Iterable[Sequence[Mapping[str, Any]]]) -> dict[str,
     for trace in traces:
         for e in trace:
             kind = e.get("type")
-            max_depth = max(max_depth, int(e.get("depth") or 0))
+            depth = e.get("depth")
+            if depth and int(depth) > max_depth:
+                max_depth = int(depth)
             if kind == "message_end" and e.get("role") == "assistant":
                 model_calls += 1
                 tool_calls += len(e.get("tool_calls") or ())
