@@ -206,7 +206,11 @@ class UserMessage:
 
     @property
     def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+        content = self.content
+        if len(content) == 1:  # the common case: one block, no generator
+            block = content[0]
+            return block.text if isinstance(block, TextContent) else ""
+        return "".join(b.text for b in content if isinstance(b, TextContent))
 
 
 @dataclass(slots=True)
@@ -230,7 +234,11 @@ class AssistantMessage:
     @property
     def text(self) -> str:
         """The concatenated text blocks (thinking and tool calls excluded)."""
-        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+        content = self.content
+        if len(content) == 1:  # the common reply: one block, no generator
+            block = content[0]
+            return block.text if isinstance(block, TextContent) else ""
+        return "".join(b.text for b in content if isinstance(b, TextContent))
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -256,7 +264,11 @@ class ToolResultMessage:
 
     @property
     def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+        content = self.content
+        if len(content) == 1:  # the common case: one block, no generator
+            block = content[0]
+            return block.text if isinstance(block, TextContent) else ""
+        return "".join(b.text for b in content if isinstance(b, TextContent))
 
 
 _EMPTY_PARAMS: dict[str, Any] = {"type": "object", "properties": {}}

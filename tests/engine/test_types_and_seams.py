@@ -181,3 +181,24 @@ def test_event_stream_delivers_events_then_result_or_failure() -> None:
         assert seen == [1]
 
     asyncio.run(main())
+
+
+def test_a_message_text_joins_its_text_blocks_only() -> None:
+    from openprogram.types import (
+        AssistantMessage,
+        TextContent,
+        ThinkingContent,
+        ToolCall,
+        ToolResultMessage,
+        UserMessage,
+    )
+
+    assert AssistantMessage([]).text == ""
+    assert AssistantMessage([TextContent("one")]).text == "one"
+    assert AssistantMessage([ToolCall("c1", "search", {})]).text == ""
+    mixed = [ThinkingContent("hm"), TextContent("a"), TextContent("b")]
+    assert AssistantMessage(mixed).text == "ab"
+    assert UserMessage([TextContent("hi")]).text == "hi"
+    assert UserMessage([]).text == ""
+    assert ToolResultMessage("c1", "search", [TextContent("r")]).text == "r"
+    assert ToolResultMessage("c1", "search", [TextContent("r"), TextContent("s")]).text == "rs"
