@@ -278,6 +278,10 @@ def _dump(value: Any) -> str:
         return repr(value)
 
 
+_KEY = json.JSONEncoder(sort_keys=True, default=str)
+"""``json.dumps(schema, sort_keys=True, default=str)``, without building an encoder per
+call (an equal schema of a fresh dict, as every generated scenario's, misses by identity)."""
+
 _CACHE: dict[str, ArgumentValidator] = {}
 _BY_ID: dict[int, tuple[dict[str, Any], ArgumentValidator]] = {}
 
@@ -290,7 +294,7 @@ def compile_validator(schema: dict[str, Any]) -> ArgumentValidator:
     hit = _BY_ID.get(id(schema))
     if hit is not None and hit[0] is schema:
         return hit[1]
-    key = json.dumps(schema, sort_keys=True, default=str)
+    key = _KEY.encode(schema)
     found = _CACHE.get(key)
     if found is None:
         found = _CACHE[key] = ArgumentValidator(schema)
