@@ -29,12 +29,24 @@ class TurnToolCall:
     arguments: Any = field(default_factory=dict)
     """A dict (sent as JSON) or a string (sent verbatim, e.g. to test malformed JSON)."""
     id: str | None = None
-    json_text: str = field(init=False, repr=False, compare=False)
-    """The arguments as the JSON text streamed (computed once)."""
+    _json: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         raw = self.arguments
-        self.json_text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+        if isinstance(raw, str):
+            self._json = raw
+        elif not _flat(raw):  # dumped now, so arguments JSON cannot hold still fail here
+            self._json = json.dumps(raw, ensure_ascii=False)
+        # a flat object of JSON scalars always dumps: left until a stream first needs the
+        # text (a reply played whole never does: its arguments are copied, not parsed back)
+
+    @property
+    def json_text(self) -> str:
+        """The arguments as the JSON text streamed (computed once)."""
+        text = self._json
+        if text is None:
+            text = self._json = json.dumps(self.arguments, ensure_ascii=False)
+        return text
 
     @classmethod
     def coerce(cls, value: Any) -> TurnToolCall:
@@ -51,6 +63,20 @@ class TurnToolCall:
             f"scripted tool call {value!r} must be {{name: arguments}} or "
             '{"name": ..., "arguments": ..., "id": ...}'
         )
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(arguments: Any) -> bool:
+    """Whether ``arguments`` is a dict of str keys to JSON scalars (``json.dumps`` always
+    takes one)."""
+    if type(arguments) is not dict:
+        return False
+    for key, value in arguments.items():
+        if type(key) is not str or type(value) not in _SCALARS:
+            return False
+    return True
 
 
 @dataclass(slots=True)

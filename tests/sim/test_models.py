@@ -164,3 +164,22 @@ def test_auto_model_calls_every_offered_tool_once_with_schema_arguments() -> Non
 )
 def test_example_values_satisfy_their_schema(schema: dict[str, Any], value: Any) -> None:
     assert example_value(schema) == value
+
+
+def test_a_scripted_call_streams_its_arguments_as_json_and_rejects_what_json_cannot_hold() -> None:
+    """A call's streamed text is the JSON of its arguments (a flat object's computed only when
+    a stream needs it), a string is sent verbatim, and arguments JSON cannot hold are refused
+    when the call is made, as before the text was left until needed."""
+    from openprogram_sim.models import TurnToolCall
+
+    flat = TurnToolCall("search", {"q": "ünï", "n": 3, "ok": True, "none": None})
+    assert flat.json_text == '{"q": "ünï", "n": 3, "ok": true, "none": null}'
+    assert TurnToolCall("search", {"tags": ["a"]}).json_text == '{"tags": ["a"]}'
+    assert TurnToolCall("search", "{not json").json_text == "{not json"
+    assert flat == TurnToolCall("search", {"q": "ünï", "n": 3, "ok": True, "none": None})
+    assert repr(flat) == (
+        "TurnToolCall(name='search', arguments={'q': 'ünï', 'n': 3, 'ok': True, 'none': None}, "
+        "id=None)"
+    )
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        TurnToolCall("search", {"when": {1, 2}})
