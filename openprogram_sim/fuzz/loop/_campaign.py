@@ -26,6 +26,7 @@ import copy
 import functools
 import math
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,20 @@ def _violations(
     return out + properties.violations(outcome.trace) if properties else out
 
 
+def _release_error(outcome: Any) -> None:
+    """Once a run is checked: the locals of the finished frames its error's tracebacks hold
+    (the chain's, ``__cause__`` and ``__context__``) cleared. A run that ended by raising
+    (a script run out, a provider fault) is otherwise a reference cycle, the traceback's
+    frames holding the run that holds the error, and all of it left to the cyclic garbage
+    collector; the failure a campaign reports keeps the trace, never the exception."""
+    exc = outcome.error
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        traceback.clear_frames(exc.__traceback__)
+        exc = exc.__cause__ or exc.__context__
+
+
 def _run_chunk(chunk: Chunk, properties: UserProperties | None = None) -> ChunkResult:
     properties = properties or UserProperties()
     loop = _loop()
@@ -139,6 +154,9 @@ def _run_chunk(chunk: Chunk, properties: UserProperties | None = None) -> ChunkR
         if searching:
             stats.add(outcome)
             stats.replays += replay is not None
+        _release_error(outcome)
+        if replay is not None:
+            _release_error(replay)
         if violations:
             # every failing call overwrites this: the last one is Hypothesis's shrunk case
             if searching:
