@@ -13,10 +13,12 @@ import contextlib
 import copy
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
-import jsonschema
+
+if TYPE_CHECKING:
+    import jsonschema
 
 from openprogram.errors import OpenProgramError, ToolSchemaError
 
@@ -197,6 +199,11 @@ class ArgumentValidator:
         except fastjsonschema.JsonSchemaValueException:
             pass
         if self._full is None:
+            # imported on the first arguments that fail: a run whose arguments fit never
+            # pays for it (about 10,000 objects and 40 modules, jsonschema's and what it
+            # imports: attrs, referencing, rpds)
+            import jsonschema.validators
+
             cls = jsonschema.validators.validator_for(self._schema)
             self._full = cls(self._schema)
         errors = sorted(self._full.iter_errors(coerced), key=lambda e: list(map(str, e.path)))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -169,3 +171,27 @@ def test_the_fast_path_agrees_with_the_full_validator(args: dict[str, Any], ok: 
     else:
         with pytest.raises(ArgumentsError):
             validate_tool_arguments("t", schema, args)
+
+
+def test_jsonschema_is_imported_only_for_arguments_that_fail() -> None:
+    """A run whose arguments fit never imports jsonschema (40 modules and about 10,000
+    objects every later garbage collection scans); the first arguments that fail do, and
+    get every failing path in the text the model sees."""
+    code = (
+        "import sys\n"
+        "from openprogram.tools import validate_tool_arguments as v\n"
+        "s = {'type': 'object', 'properties': {'a': {'type': 'integer'},"
+        " 'b': {'type': 'string', 'minLength': 2}}, 'required': ['a', 'b']}\n"
+        "print(v('t', s, {'a': 1, 'b': 'xy'}), 'jsonschema' in sys.modules)\n"
+        "try:\n"
+        "    v('t', s, {'a': 'x', 'b': 'y'})\n"
+        "except ValueError as e:\n"
+        "    print(str(e).splitlines()[:3], 'jsonschema' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "{'a': 1, 'b': 'xy'} False",
+        "['Validation failed for tool \"t\":', \"  - a: 'x' is not of type 'integer'\", "
+        "\"  - b: 'y' is too short\"] True",
+    ]
