@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import errno
 import json
 import logging
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 import h11
@@ -201,14 +202,17 @@ class Coalescing:
     before the transport closes or half-closes, so a cut or a linger loses nothing."""
 
     __slots__ = (
-        "_held", "_loop", "_transport", "get_extra_info", "is_closing", "pause_reading",
-        "resume_reading",
+        "_held", "_loop", "_transport", "corked", "get_extra_info", "is_closing",
+        "pause_reading", "resume_reading",
     )  # fmt: skip
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._held: list[bytes] = []
+        self.corked = False
+        """Writes are held without a flush scheduled: whoever corked flushes (the
+        protocol, around an answer it runs at once)."""
         # the transport's own, read on every request (not looked up through __getattr__)
         self.get_extra_info = transport.get_extra_info
         self.is_closing = transport.is_closing
@@ -216,7 +220,7 @@ class Coalescing:
         self.resume_reading = transport.resume_reading
 
     def write(self, data: bytes) -> None:
-        if not self._held:
+        if not self._held and not self.corked:
             self._loop.call_soon(self.flush)
         self._held.append(data)
 
@@ -465,8 +469,108 @@ if HttpToolsProtocol is not None:
                 self._theirs = _IDLE
             super().on_response_complete()
 
+        # A request whose whole body came with its head is run at once, in the callback
+        # that read it (see _eager): no task, no turn of the loop before the app runs, and
+        # its answer written as that callback ends. A body still coming gets uvicorn's task.
+
+        _feeding = False
+        _pending: tuple[Any, Any] | None = None
+
+        def data_received(self, data: bytes) -> None:
+            self._feeding = True
+            try:
+                super().data_received(data)
+            finally:
+                self._feeding = False
+                pending = self._pending
+                if pending is not None:
+                    self._pending = None
+                    self._start(*pending)
+
+        def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+            if self._feeding:  # the parser's callback: started once the data is read
+                self._pending = (cycle, app)
+            else:
+                super()._start_asgi_task(cycle, app)
+
+        def _start(self, cycle: Any, app: Any) -> None:
+            if cycle.more_body or self.config.reset_contextvars or self.transport.is_closing():
+                super()._start_asgi_task(cycle, app)
+            else:
+                _eager(self, cycle.run_asgi(app))
+
 else:  # pragma: no cover - the fast extra is not installed
     GuardedHttptools = None  # type: ignore[assignment,misc]
+
+
+_RUNNING = object()
+"""Stands in the server's tasks for a request run at once while it runs (the connection
+cap counts the request under way, as it counts its task)."""
+
+
+def _eager(protocol: Any, coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` (a request's ASGI cycle) now, in a context of its own as a task's, up
+    to its first wait: an answer ready at once is written as the caller returns, with no
+    task made and no turn of the loop; one that waits (a delivery with pauses, a client
+    gone) goes on in a task from where it stopped (:class:`_Resume`), counted in the
+    server's tasks as uvicorn's own."""
+    transport, tasks = protocol.transport, protocol.tasks
+    context = contextvars.copy_context()
+    corked = isinstance(transport, Coalescing)
+    if corked:
+        transport.corked = True  # what the answer writes goes out in one write, below
+    tasks.add(_RUNNING)
+    try:
+        try:
+            waiting = context.run(coro.send, None)
+        except StopIteration:
+            return
+        except Exception as exc:  # what a task would have kept for the loop's handler
+            protocol.loop.call_exception_handler(
+                {"message": "Exception in a request run at once", "exception": exc}
+            )
+            return
+        task = protocol.loop.create_task(_resumed(coro, waiting), context=context)
+        task.add_done_callback(tasks.discard)
+        tasks.add(task)
+    finally:
+        tasks.discard(_RUNNING)
+        if corked:
+            transport.corked = False
+            transport.flush()
+
+
+async def _resumed(coro: Coroutine[Any, Any, None], waiting: Any) -> None:
+    await _Resume(coro, waiting)
+
+
+class _Resume:
+    """Awaiting this goes on with ``coro``, a coroutine that was run outside any task and
+    stopped at ``waiting`` (what it yielded: the future it waits for, or ``None`` for a
+    bare turn of the loop): the task that awaits it waits for that, then sends into (or
+    throws into, when cancelled) ``coro`` as if it had run it from the start."""
+
+    __slots__ = ("coro", "waiting")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], waiting: Any) -> None:
+        self.coro = coro
+        self.waiting = waiting
+
+    def __await__(self) -> Generator[Any, None, None]:
+        coro, waiting = self.coro, self.waiting
+        while True:
+            try:
+                yield waiting
+            except BaseException as exc:  # the task was cancelled: so is coro's wait
+                try:
+                    waiting = coro.throw(exc)
+                except StopIteration:
+                    return
+                continue
+            try:
+                waiting = coro.send(None)
+            except StopIteration:
+                return
 
 
 def _cancel(timer: asyncio.TimerHandle | None) -> asyncio.TimerHandle | None:

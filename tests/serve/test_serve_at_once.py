@@ -1,0 +1,182 @@
+"""A request whose whole body came with its head is run at once by the server (no task,
+no turn of the loop before its answer), and one that then has to wait goes on where it
+stopped: over real loopback HTTP on both stacks, answers that wait (latency, paced
+chunks, a hang) keep their timing, run side by side, end when the server stops, and
+leave the server answering; pipelined requests of both kinds are answered in order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from typing import Any
+
+import httpx2
+import pytest
+
+from openprogram_sim.wire import _server, serve
+
+
+@pytest.fixture(autouse=True, params=["pure", "fast"])
+def stack(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "fast" and _server._fast_missing() is not None:
+        pytest.skip(f"the fast extra is not installed ({_server._fast_missing()})")
+    monkeypatch.setenv(_server.STACK_VARIABLE, request.param)
+    return str(request.param)
+
+
+HI = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+STREAM = {**HI, "stream": True}
+
+
+def request_bytes(body: dict[str, Any], path: str = "/v1/chat/completions") -> bytes:
+    data = json.dumps(body).encode()
+    return (
+        f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
+
+
+def test_answers_that_wait_run_side_by_side_and_keep_their_latency() -> None:
+    slow = {"text": "late but here", "latency": 0.4}
+    with serve([slow], cycle=True) as server:
+
+        def one(out: list[Any]) -> None:
+            with httpx2.Client(base_url=server.url, timeout=10) as client:
+                out.append(client.post("/v1/chat/completions", json=HI))
+
+        answers: list[Any] = []
+        threads = [threading.Thread(target=one, args=(answers,)) for _ in range(4)]
+        start = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - start
+        report = server.check()
+    assert [a.status_code for a in answers] == [200] * 4
+    assert {a.json()["choices"][0]["message"]["content"] for a in answers} == {"late but here"}
+    assert 0.4 <= elapsed < 1.5  # each waited its latency, none waited for another's
+    assert report.passed and report.model_calls == 4
+
+
+def test_a_paced_stream_keeps_its_pauses_and_its_bytes() -> None:
+    turn = {"text": "a" * 24 * 4, "wire": {"interval": 0.1}}
+    with serve([turn, "Plain."]) as server, httpx2.Client(base_url=server.url) as client:
+        start = time.monotonic()
+        with client.stream("POST", "/v1/chat/completions", json=STREAM) as answer:
+            arrivals = [time.monotonic() - start for _ in answer.iter_lines()]
+        plain = client.post("/v1/chat/completions", json=HI)
+    assert answer.status_code == 200 and arrivals[-1] >= 0.3
+    assert plain.json()["choices"][0]["message"]["content"] == "Plain."
+
+
+def test_a_held_answer_ends_when_the_server_stops_and_others_are_answered_meanwhile() -> None:
+    with serve([{"text": "never", "fault": "hang"}, "Meanwhile."]) as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(request_bytes(HI))
+        time.sleep(0.2)
+        with httpx2.Client(base_url=server.url) as client:
+            other = client.post("/v1/chat/completions", json=HI)
+        start = time.monotonic()
+        server.stop()
+        stopped = time.monotonic() - start
+        rest = b""
+        while True:
+            more = sock.recv(65536)
+            if not more:
+                break
+            rest += more
+        sock.close()
+    assert other.json()["choices"][0]["message"]["content"] == "Meanwhile."
+    assert stopped < 3  # the held answer's wait was ended, not waited out
+    assert b"never" not in rest
+
+
+def test_pipelined_requests_that_wait_and_that_do_not_are_answered_in_order() -> None:
+    script: list[Any] = ["First.", {"text": "Second, late.", "latency": 0.2}, "Third."]
+    with serve(script) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(request_bytes(HI) * 3)
+            got = b""
+            while got.count(b"HTTP/1.1 200 OK") < 3 or not got.endswith(b"}"):
+                more = sock.recv(65536)
+                if not more:
+                    break
+                got += more
+        report = server.check()
+    texts = [
+        json.loads(part.partition(b"\r\n\r\n")[2])["choices"][0]["message"]["content"]
+        for part in got.split(b"HTTP/1.1 ")[1:]
+    ]
+    assert texts == ["First.", "Second, late.", "Third."]
+    assert report.passed and report.model_calls == 3
+
+
+def test_a_client_gone_during_a_wait_leaves_the_server_answering() -> None:
+    slow = {"text": "late", "latency": 0.3}
+    with serve([slow, "Still here."]) as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(request_bytes(HI))
+        time.sleep(0.05)
+        sock.close()  # gone before the answer
+        time.sleep(0.4)
+        with httpx2.Client(base_url=server.url) as client:
+            answer = client.post("/v1/chat/completions", json=HI)
+    assert answer.json()["choices"][0]["message"]["content"] == "Still here."
+
+
+def test_a_server_full_refuses_the_request_past_the_cap_run_at_once() -> None:
+    with serve(["One.", "Two."], max_connections=1) as server:
+
+        async def go() -> tuple[bytes, bytes]:
+            first = await asyncio.open_connection("127.0.0.1", server.port)
+            first[1].write(request_bytes(HI))
+            answered = await asyncio.wait_for(first[0].read(65536), 10)
+            second = await asyncio.open_connection("127.0.0.1", server.port)
+            await asyncio.sleep(0.1)
+            second[1].write(request_bytes(HI))
+            refused = await asyncio.wait_for(second[0].read(65536), 10)
+            for _, writer in (first, second):
+                writer.close()
+            return refused, answered
+
+        refused, answered = asyncio.run(go())
+    assert refused.startswith(b"HTTP/1.1 503 ") and b"max_connections" in refused
+    assert answered.startswith(b"HTTP/1.1 200 OK") and b"One." in answered
+
+
+def test_a_request_run_at_once_then_cancelled_in_its_task_unwinds_as_a_task_would() -> None:
+    """What uvicorn does to a request still running when the graceful shutdown runs out
+    (it cancels its task) reaches the request's own code: its ``finally`` runs and the
+    task ends cancelled, as when the request had run in that task from the start."""
+    from openprogram_sim.wire._guard import _resumed
+
+    async def go() -> list[str]:
+        seen: list[str] = []
+        gate = asyncio.get_running_loop().create_future()
+
+        async def request() -> None:
+            try:
+                seen.append("started")
+                await gate
+                seen.append("resumed")
+                await asyncio.sleep(30)
+            finally:
+                seen.append("finally")
+
+        coro = request()
+        waiting = coro.send(None)  # run at once, outside any task, up to its first wait
+        task = asyncio.get_running_loop().create_task(_resumed(coro, waiting))
+        await asyncio.sleep(0)
+        gate.set_result(None)
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return seen
+
+    assert asyncio.run(go()) == ["started", "resumed", "finally"]
