@@ -72,6 +72,7 @@ __all__ = [
     "BODY_IN",
     "CLOSE",
     "FULL",
+    "WHOLE",
     "Refused",
     "WireApp",
     "name_problem",
@@ -101,6 +102,11 @@ client may still be sending): the server closes it without a reset under the ans
 BODY_IN = "openprogram_sim.body_in"
 """The scope key the server sets on a request whose whole body had arrived when the app
 was called (its first read of the body cannot wait, so it goes without a timer)."""
+
+WHOLE = "openprogram_sim.whole"
+"""The scope key the server sets to a writer of a whole answer at once, ``(scope, status,
+headers, body, length) -> bool`` (``length``: add ``content-length``; ``False``: not
+written, send it as ASGI messages): the bytes uvicorn's two sends give, in one step."""
 
 FULL = "openprogram_sim.full"
 """The scope key the server sets on a request that arrived while ``max_connections``
@@ -893,7 +899,7 @@ class _ModelCall:
             return
         served: Served | None = None
         try:
-            answer: Delivery | tuple[int, list[tuple[bytes, bytes]], bytes]
+            answer: Delivery | _Answer
             try:
                 answer, served = self._answer(scope, raw, session, params)
             except Exception as exc:
@@ -903,9 +909,14 @@ class _ModelCall:
             if isinstance(answer, Delivery):
                 await Delivering(answer, receive, send, app.stopping(), session).run()
             else:  # ready: the head, then the body and its end in one send
-                status, head, body = answer
-                await send({"type": "http.response.start", "status": status, "headers": head})
-                await send({"type": "http.response.body", "body": body})
+                status, head, body, length = answer
+                whole = scope.get(WHOLE)
+                if whole is None or not whole(scope, status, head, body, length):
+                    if length:
+                        head = [*head, (b"content-length", str(len(body)).encode())]
+                    start = {"type": "http.response.start", "status": status, "headers": head}
+                    await send(start)
+                    await send({"type": "http.response.body", "body": body})
         finally:
             if served is not None:
                 served.ended = time.monotonic()
@@ -924,7 +935,7 @@ class _ModelCall:
 
     def _answer(
         self, scope: Scope, raw: bytes, session: Session, params: dict[str, Any]
-    ) -> tuple[Delivery | tuple[int, list[tuple[bytes, bytes]], bytes], Served | None]:
+    ) -> tuple[Delivery | _Answer, Served | None]:
         """The answer to one model call (a delivery, or a ready answer's status, head and
         body), and what it serves (``None``: a malformed request, which is no model
         call)."""
@@ -977,10 +988,10 @@ class _ModelCall:
             params.get("model") or (body.get("model") if isinstance(body, dict) else None)
             or "scripted"
         )  # fmt: skip
-        answer: Delivery | tuple[int, list[tuple[bytes, bytes]], bytes]
+        answer: Delivery | _Answer
         ready = self._ready_for(turn, fault, stream, model)
         if ready is not None:
-            answer, served = ready.answer(index), ready.served(api, turn, index)
+            answer, served = ready.ready(index), ready.served(api, turn, index)
         else:
             try:
                 answer = deliver(
@@ -1036,6 +1047,10 @@ class _ModelCall:
         # not a transient failure: no retries
         return Delivery(response=error_response(self.api, status, message, should_retry=False))
 
+
+_Answer = tuple[int, list[tuple[bytes, bytes]], bytes, bool]
+"""A ready answer: status, headers (without ``content-length``), body, and whether a
+``content-length`` header goes after the headers (else the body is chunked)."""
 
 _NO_PARAMS: dict[str, Any] = {}
 _UNSEEN: Any = object()
@@ -1119,12 +1134,17 @@ class _Ready:
 
     def answer(self, seq: int) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """The status, headers and body of answer number ``seq``."""
+        status, head, body, length = self.ready(seq)
+        if length:
+            head = [*head, (b"content-length", str(len(body)).encode())]
+        return status, head, body
+
+    def ready(self, seq: int) -> _Answer:
+        """Answer number ``seq`` as the route sends it: the status, the headers kept (the
+        same list for every answer), the body, and whether ``content-length`` goes last."""
         parts = self.parts
         body = parts[0] if len(parts) == 1 else str(seq).encode().join(parts)
-        head = self.head
-        if self.whole:
-            head = [*head, (b"content-length", str(len(body)).encode())]
-        return self.status, head, body
+        return self.status, self.head, body, self.whole
 
     def served(self, api: str, turn: Turn, seq: int) -> Served:
         """What answer number ``seq`` serves (:func:`_served`)."""

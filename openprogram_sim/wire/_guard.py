@@ -22,11 +22,14 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
 try:  # the fast extra (httptools); the h11 protocol serves without it
+    from uvicorn.protocols.http.httptools_impl import HEADER_RE as _HEADER_RE
+    from uvicorn.protocols.http.httptools_impl import HEADER_VALUE_RE as _HEADER_VALUE_RE
+    from uvicorn.protocols.http.httptools_impl import STATUS_LINE as _STATUS_LINE
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 except ImportError:  # pragma: no cover - depends on the install
     HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
-from openprogram_sim.wire._app import BODY_IN, CLOSE, FULL
+from openprogram_sim.wire._app import BODY_IN, CLOSE, FULL, WHOLE
 
 __all__ = [
     "Acceptor",
@@ -118,6 +121,8 @@ class Guard:
         self.slow = _Tally("warning: slow clients let go")
         self._recovered = False
         self._refused_at = 0.0
+        self.heads: dict[int, Any] = {}
+        """Whole answers' heads made once per header list (see :func:`_head`)."""
 
     def full(self, state: ServerState) -> str | None:
         """The 503's message when the request now under way is one past the cap (its own
@@ -284,6 +289,8 @@ class Guarded(_Protocol):
         """When the connection started to wait for a request head (``None``: not now)."""
         self._drain_timer: asyncio.TimerHandle | None = None
         self._lingering = False
+        self._whole: Callable[..., bool] | None = getattr(self, "send_whole", None)
+        """Writes a whole answer at once (:data:`WHOLE`), where the protocol can."""
 
     if TYPE_CHECKING:  # each protocol's own (GuardedH11, GuardedHttptools)
 
@@ -302,6 +309,9 @@ class Guarded(_Protocol):
             # the whole body came with the head (or the client is gone): the app's first
             # read of it cannot wait (uvicorn holds it, or says the client left)
             scope[BODY_IN] = True
+        whole = self._whole
+        if whole is not None:
+            scope[WHOLE] = whole
         await self._inner(scope, receive, send)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -476,6 +486,49 @@ if HttpToolsProtocol is not None:
         _feeding = False
         _pending: tuple[Any, Any] | None = None
 
+        def send_whole(
+            self,
+            scope: dict[str, Any],
+            status: int,
+            headers: list[tuple[bytes, bytes]],
+            body: bytes,
+            length: bool,
+        ) -> bool:
+            """Write a whole answer (the :data:`WHOLE` writer): the bytes and the request's
+            state uvicorn's two sends (the head, then the body and its end) give, in one
+            write, its head made once per header list (and date, a second); ``False``
+            (nothing done) where those sends have more to do than write (flow control,
+            an access log, a HEAD request, headers uvicorn reads)."""
+            cycle: Any = self.cycle
+            if (
+                cycle is None or cycle.scope is not scope or cycle.response_started
+                or cycle.disconnected or cycle.flow.write_paused or cycle.access_log
+                or scope["method"] == "HEAD" or status in (204, 304)
+            ):  # fmt: skip
+                return False
+            keep_alive = cycle.keep_alive
+            head = _head(self.guard.heads, status, cycle.default_headers, headers, keep_alive)
+            if head is None:
+                return False
+            start, after_length, after_chunked = head
+            if length:
+                data = b"%scontent-length: %d\r\n%s%s" % (start, len(body), after_length, body)
+            elif body:
+                data = b"%s%s%x\r\n%s\r\n0\r\n\r\n" % (start, after_chunked, len(body), body)
+            else:
+                data = start + after_chunked + b"0\r\n\r\n"
+            cycle.response_started = True
+            cycle.waiting_for_100_continue = False
+            cycle.chunked_encoding = not length
+            cycle.expected_content_length = 0
+            self.transport.write(data)
+            cycle.response_complete = True
+            cycle.message_event.set()
+            if not keep_alive:
+                self.transport.close()
+            cycle.on_response()
+            return True
+
         def data_received(self, data: bytes) -> None:
             self._feeding = True
             try:
@@ -501,6 +554,46 @@ if HttpToolsProtocol is not None:
 
 else:  # pragma: no cover - the fast extra is not installed
     GuardedHttptools = None  # type: ignore[assignment,misc]
+
+
+_KEPT_HEADS = 1024
+"""Heads :func:`_head` keeps (by header list); past it they are made afresh."""
+
+
+def _head(
+    kept: dict[int, Any],
+    status: int,
+    defaults: list[tuple[bytes, bytes]],
+    headers: list[tuple[bytes, bytes]],
+    keep_alive: bool,
+) -> tuple[bytes, bytes, bytes] | None:
+    """The head uvicorn's httptools protocol writes for ``status``, its default headers
+    and ``headers``: what comes before the place of a ``content-length`` header (last of
+    the headers), what comes after it (``connection: close`` when not kept alive, and the
+    blank line), and what comes after the headers of a chunked body instead
+    (``connection: close``, ``transfer-encoding: chunked``, the blank line). ``None``
+    when a header is one uvicorn reads (``content-length``, ``transfer-encoding``,
+    ``connection``) or one it would refuse: its own sends then say so."""
+    found = kept.get(id(headers))
+    if (
+        found is not None and found[0] is headers and found[1] is defaults
+        and found[2] == status and found[3] is keep_alive
+    ):  # fmt: skip
+        return found[4]  # type: ignore[no-any-return]
+    content = [_STATUS_LINE[status]]
+    for name, value in (*defaults, *headers):
+        if _HEADER_RE.search(name) or _HEADER_VALUE_RE.search(value):
+            return None
+        name = name.lower()
+        if name in (b"content-length", b"transfer-encoding", b"connection"):
+            return None
+        content += [name, b": ", value, b"\r\n"]
+    close = b"" if keep_alive else b"connection: close\r\n"
+    split = (b"".join(content), close + b"\r\n", close + b"transfer-encoding: chunked\r\n\r\n")
+    if len(kept) >= _KEPT_HEADS:
+        kept.clear()
+    kept[id(headers)] = (headers, defaults, status, keep_alive, split)
+    return split
 
 
 _RUNNING = object()

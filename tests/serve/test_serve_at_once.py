@@ -180,3 +180,57 @@ def test_a_request_run_at_once_then_cancelled_in_its_task_unwinds_as_a_task_woul
         return seen
 
     assert asyncio.run(go()) == ["started", "resumed", "finally"]
+
+
+def raw_answers(port: int, requests: list[bytes]) -> bytes:
+    """Each request on a connection of its own: the answers' bytes, read to the close or
+    to the end of the body, the date header's value blanked."""
+    out = []
+    for request in requests:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(request)
+            got = b""
+            while not (got.endswith(b"\r\n0\r\n\r\n") or got.endswith(b"}")):
+                more = sock.recv(65536)
+                if not more:
+                    break
+                got += more
+        head, _, body = got.partition(b"\r\n\r\n")
+        lines = [b"date: -" if ln.startswith(b"date: ") else ln for ln in head.split(b"\r\n")]
+        out.append(b"\r\n".join(lines) + b"\r\n\r\n" + body)
+    return b"|".join(out)
+
+
+@pytest.mark.parametrize("stack", ["fast"], indirect=True)
+def test_a_whole_answer_written_at_once_is_what_uvicorns_sends_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openprogram_sim.wire._guard import GuardedHttptools
+
+    used = []
+    writer = GuardedHttptools.send_whole
+
+    def counted(*args: Any) -> bool:
+        used.append(writer(*args))
+        return used[-1]
+
+    turn: Any = {"text": "Hello there, a reply of some length.", "tool_calls": [{"f": {"a": 1}}]}
+    limited: Any = {"text": "slow down", "wire": {"status": 429, "retry_after": 2}}
+    closing = request_bytes(STREAM).replace(b"host: x\r\n", b"host: x\r\nconnection: close\r\n")
+    requests = [request_bytes(STREAM), request_bytes(HI), closing, request_bytes(HI)]
+    seen = {}
+    for whole in (True, False):
+        monkeypatch.setattr(GuardedHttptools, "send_whole", counted if whole else lambda *a: False)
+        seen[whole] = b""
+        for script, sent in ((turn, requests), (limited, [request_bytes(HI)] * 2)):
+            with serve([script], cycle=True) as server:
+                raw_answers(server.port, sent[:2])  # each turn served once: ready from now
+                seen[whole] += raw_answers(server.port, sent) + b"|"
+                report = server.check()
+            assert report.passed, report.render()
+    assert used and all(used)  # the writer wrote every ready answer
+    assert seen[True] == seen[False]
+    answers = seen[True].split(b"|")
+    assert b"transfer-encoding: chunked" in answers[0] and b"data: [DONE]" in answers[0]
+    assert b"content-length: " in answers[1] and b"connection: close" in answers[2]
+    assert answers[-2].startswith(b"HTTP/1.1 429 ") and b"retry-after: 2" in answers[-2]
