@@ -373,11 +373,13 @@ class Guarded(_Protocol):
             return
         head_timeout = self.guard.header_timeout
         if not self._awaiting_head():
-            self._head_timer = _cancel(self._head_timer)
+            # the head timer stays armed: when it goes off it looks at the connection then
+            # (no wait under way: it ends; a later one: armed again for that one's time),
+            # so a keep-alive connection does not make and cancel a timer per request
             self._waiting_since = None
         elif self._waiting_since is None:
             self._waiting_since, self._head_bytes = time.monotonic(), 0
-            if head_timeout is not None:
+            if head_timeout is not None and self._head_timer is None:
                 self._head_timer = self.loop.call_later(head_timeout, self._head_late)
         cycle = self.cycle
         unread = cycle is not None and cycle.response_complete and self._sending_body()

@@ -234,3 +234,33 @@ def test_a_whole_answer_written_at_once_is_what_uvicorns_sends_write(
     assert b"transfer-encoding: chunked" in answers[0] and b"data: [DONE]" in answers[0]
     assert b"content-length: " in answers[1] and b"connection: close" in answers[2]
     assert answers[-2].startswith(b"HTTP/1.1 429 ") and b"retry-after: 2" in answers[-2]
+
+
+def test_the_head_timeout_runs_from_each_answer_on_a_keep_alive_connection() -> None:
+    """The head timer is kept armed across requests on a connection: a connection that
+    asks again before the timeout is never cut, however long it lives; a partial head
+    after an answer gets its 408 a whole timeout after that answer, not sooner."""
+    with (
+        serve(["Hi."], cycle=True, header_timeout=0.5) as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock,
+    ):
+        for _ in range(4):  # 4 x 0.3 s: past the timeout since the first answer
+            sock.sendall(request_bytes(HI))
+            got = b""
+            while not got.endswith(b"}"):
+                more = sock.recv(65536)
+                assert more, "the connection was closed between requests"
+                got += more
+            assert got.startswith(b"HTTP/1.1 200 OK")
+            time.sleep(0.3)
+        answered = time.monotonic()
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
+        late = b""
+        while True:
+            more = sock.recv(65536)
+            if not more:
+                break
+            late += more
+        waited = time.monotonic() - answered
+    assert late.startswith(b"HTTP/1.1 408 ") and b"header_timeout" in late
+    assert 0.15 <= waited < 1.5  # 0.5 s after the last answer (0.3 s of it slept already)
