@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from openprogram_sim.fuzz._rules import HARD_CAP, SKIP_TEXT, is_skip_text
+from openprogram_sim.trace._normalize import EVENT_FIELDS
 
 __all__ = ["CapFor", "check_trace"]
 
@@ -366,6 +367,34 @@ def _plain_json(value: Any) -> bool:
 
 _STR_ONLY = {str}
 
+_ENTRY_KEYS = frozenset(key for keys in EVENT_FIELDS.values() for key in keys)
+"""Every key a trace entry may have (all of them str)."""
+_LEAVES = frozenset({str, int, bool, type(None)})
+
+
+def _plain_trace(trace: Any) -> bool:
+    """:func:`_plain_json` of a trace, a few times faster on the entries a recorder writes:
+    an entry whose keys are all trace field names (so str: a str subclass equal to one
+    survives the round trip as well) has its values looked at one by one, its lists and
+    dicts walked by :func:`_plain_json`; anything else goes to :func:`_plain_json` whole.
+    Only ever True where a JSON round trip gives the trace back unchanged."""
+    if type(trace) is not list:
+        return _plain_json(trace)
+    keys, leaves = _ENTRY_KEYS, _LEAVES
+    for entry in trace:
+        if type(entry) is not dict or not keys.issuperset(entry):
+            return _plain_json(trace)
+        for member in entry.values():
+            kind = type(member)
+            if kind in leaves:
+                continue
+            if kind is list or kind is dict:
+                if not _plain_json(member):
+                    return False
+            elif kind is not float or member != member:  # anything else, or NaN
+                return False
+    return True
+
 
 def check_trace(trace: list[dict[str, Any]], *, cap_for: CapFor | None = None) -> list[str]:
     """The structural invariants of a trace: one ``agent_end`` per run, last of it; runs,
@@ -376,7 +405,7 @@ def check_trace(trace: list[dict[str, Any]], *, cap_for: CapFor | None = None) -
     ``error``/``aborted`` stop, and such a stop ends the run; ``agent_end.reason``
     consistent with how the run ended. Returns the violations (empty when it holds)."""
     problems = _Checker(trace, cap_for).run()
-    if _plain_json(trace):
+    if _plain_trace(trace):
         return problems  # a JSON round trip gives it back unchanged: no need to run one
     try:
         if json.loads(json.dumps(trace)) != trace:

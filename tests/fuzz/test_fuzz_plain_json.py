@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openprogram_sim.fuzz import check_trace, run_generated
-from openprogram_sim.fuzz._trace_invariants import _plain_json
+from openprogram_sim.fuzz._trace_invariants import _ENTRY_KEYS, _plain_json, _plain_trace
 from openprogram_sim.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +61,23 @@ def test_the_walk_says_plain_exactly_as_its_definition(value: Any) -> None:
         assert json.loads(json.dumps(value)) == value
 
 
+_entries = st.lists(
+    st.dictionaries(st.sampled_from(sorted(_ENTRY_KEYS)) | _keys, _values, max_size=6)
+    | _values,
+    max_size=5,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_entries)
+def test_the_trace_walk_says_plain_exactly_as_its_definition(value: Any) -> None:
+    """The walk over trace entries (field names as keys, looked at value by value) agrees
+    with the definition on trace-shaped values and on anything else."""
+    assert _plain_trace(value) is _reference(value)
+    if _plain_trace(value):
+        assert json.loads(json.dumps(value)) == value
+
+
 @pytest.fixture(scope="module")
 def trace() -> list[dict[str, Any]]:
     outcome = run_generated(load_scenario(ROOT / "scenarios" / "basics" / "one_pick.yaml"))
@@ -91,6 +108,10 @@ def test_an_odd_value_deep_in_an_event_is_caught(
 ) -> None:
     broken = copy.deepcopy(trace)
     _deepest_message(broken)["extra"] = planted
+    assert any(said in problem for problem in check_trace(broken))
+    # and as the value of an entry's own field
+    broken = copy.deepcopy(trace)
+    broken[len(broken) // 2]["text"] = planted
     assert any(said in problem for problem in check_trace(broken))
 
 
