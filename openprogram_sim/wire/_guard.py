@@ -454,7 +454,54 @@ DONE): waiting for a whole head, sending the body, sent (until its answer ends).
 
 if HttpToolsProtocol is not None:
 
-    class GuardedHttptools(Guarded, HttpToolsProtocol):  # type: ignore[misc]
+    class _KeptAlive(HttpToolsProtocol):
+        """uvicorn's httptools protocol with its keep-alive timer kept armed across a
+        connection's requests: uvicorn makes one after each answer and cancels it on the
+        next bytes; here the bytes only mark the connection busy, and the timer, when it
+        goes off, closes the connection if it has been idle ``timeout_keep_alive``
+        seconds since its last answer, else is armed again for what is left."""
+
+        _idle_since: float | None = None
+        """When the last answer ended with no byte since (the loop's clock)."""
+
+        def _unset_keepalive_if_required(self) -> None:
+            self._idle_since = None
+
+        def on_response_complete(self) -> None:  # uvicorn's, with the timer kept
+            self.server_state.total_requests += 1
+            if self.transport.is_closing():
+                return
+            self._idle_since = None
+            self.flow.resume_reading()
+            if self.pipeline:
+                cycle, app = self.pipeline.pop()
+                self._start_asgi_task(cycle, app)
+                return
+            loop = self.loop
+            self._idle_since = loop.time()
+            if self.timeout_keep_alive_task is None:
+                self.timeout_keep_alive_task = loop.call_later(
+                    self.timeout_keep_alive, self._keep_alive_late
+                )
+
+        def _keep_alive_late(self) -> None:
+            self.timeout_keep_alive_task = None
+            since = self._idle_since
+            if since is None or self.transport.is_closing():
+                return  # busy (or gone): armed again after the next answer
+            left = since + self.timeout_keep_alive - self.loop.time()
+            if left > 0:
+                self.timeout_keep_alive_task = self.loop.call_later(left, self._keep_alive_late)
+                return
+            self.timeout_keep_alive_handler()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            timer, self.timeout_keep_alive_task = self.timeout_keep_alive_task, None
+            if timer is not None:
+                timer.cancel()
+            super().connection_lost(exc)
+
+    class GuardedHttptools(Guarded, _KeptAlive):  # type: ignore[misc]
         """uvicorn's httptools protocol (the ``fast`` extra) under the guard. httptools
         keeps no request state of its own to read, so the parser's callbacks keep it."""
 

@@ -264,3 +264,31 @@ def test_the_head_timeout_runs_from_each_answer_on_a_keep_alive_connection() -> 
         waited = time.monotonic() - answered
     assert late.startswith(b"HTTP/1.1 408 ") and b"header_timeout" in late
     assert 0.15 <= waited < 1.5  # 0.5 s after the last answer (0.3 s of it slept already)
+
+
+def test_an_idle_keep_alive_connection_is_closed_a_keep_alive_after_its_last_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The keep-alive timer is kept armed across requests: a connection that asks again
+    within the keep-alive is never closed, however long it lives; one left idle is closed
+    (no answer, just the end) the keep-alive after its last answer, not sooner."""
+    monkeypatch.setattr(_server, "DEFAULT_KEEP_ALIVE", 0.5)
+    with (
+        serve(["Hi."], cycle=True) as server,
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock,
+    ):
+        for turn in range(4):  # 0.3 s apart: past the keep-alive since the first answer
+            if turn:
+                time.sleep(0.3)
+            sock.sendall(request_bytes(HI))
+            got = b""
+            while not got.endswith(b"}"):
+                more = sock.recv(65536)
+                assert more, "the connection was closed between requests"
+                got += more
+            assert got.startswith(b"HTTP/1.1 200 OK")
+        answered = time.monotonic()
+        rest = sock.recv(65536)
+        idle = time.monotonic() - answered
+    assert rest == b""  # closed while idle, nothing written
+    assert 0.4 <= idle < 1.5
