@@ -62,23 +62,54 @@ def steering_triggers(scenario: Any, trace: list[dict[str, Any]]) -> list[tuple[
     return out
 
 
-def _outer(trace: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The outer run's agent_end and last assistant message_end."""
-    end = next((e for e in reversed(trace) if e["type"] == "agent_end" and e["depth"] == 0), None)
-    last = next(
-        (
-            e
-            for e in reversed(trace)
-            if e["type"] == "message_end" and e["depth"] == 0 and e["role"] == "assistant"
-        ),
-        None,
-    )
-    return end, last
+class _Scan:
+    """What the checks below read from a trace, gathered in one pass: the outer run's
+    ``agent_end`` and last assistant ``message_end`` (the last of each at depth 0), the
+    assistant messages (any depth), the outer run's user messages, and each steering skip
+    (a ``tool_execution_end`` skipped with the seed's text) with whether it opens its
+    round's skips (the first since the last depth-0 ``turn_start``)."""
+
+    __slots__ = ("end", "last", "replies", "skips", "users")
+
+    def __init__(self, trace: list[dict[str, Any]]) -> None:
+        end = last = None
+        replies = 0
+        users: list[str] = []
+        skips: list[tuple[int, dict[str, Any], bool]] = []
+        skipping = False
+        for i, e in enumerate(trace):
+            kind = e["type"]
+            if kind == "message_end":
+                role = e["role"]
+                if role == "assistant":
+                    replies += 1
+                    if e["depth"] == 0:
+                        last = e
+                elif role == "user" and e["depth"] == 0:
+                    users.append(e["text"])
+            elif kind == "tool_execution_end":
+                if e.get("skipped") and is_skip_text(e["result"]):
+                    first = e["depth"] == 0 and not skipping
+                    if first:
+                        skipping = True
+                    skips.append((i, e, first))
+            elif kind == "turn_start":
+                if e["depth"] == 0:
+                    skipping = False
+            elif kind == "agent_end" and e["depth"] == 0:
+                end = e
+        self.end, self.last, self.replies, self.users, self.skips = (
+            end,
+            last,
+            replies,
+            users,
+            skips,
+        )
 
 
-def _check_exit(outcome: Any, out: list[str]) -> None:
+def _check_exit(outcome: Any, scan: _Scan, out: list[str]) -> None:
     error = outcome.error
-    end, last = _outer(outcome.trace)
+    end, last = scan.end, scan.last
     if error is not None and not isinstance(error, DOCUMENTED_ERRORS):
         if not outcome.crashed:
             out.append(f"an undocumented exception left exec: {type(error).__name__}: {error}")
@@ -106,26 +137,19 @@ def _check_exit(outcome: Any, out: list[str]) -> None:
         )
 
 
-def _check_queues(outcome: Any, out: list[str]) -> None:
-    scenario, trace = outcome.scenario, outcome.trace
-    triggers = steering_triggers(scenario, trace)
+def _check_queues(
+    outcome: Any, scan: _Scan, triggers: list[tuple[int, str]], out: list[str]
+) -> None:
+    scenario = outcome.scenario
     # Each round with skips dequeued at least one steering message queued after the previous
     # dequeue (it may have been queued in an earlier round, while the loop held another).
     skip_rounds = 0
-    skipping = False
-    for i, e in enumerate(trace):
-        if e["type"] == "turn_start" and e["depth"] == 0:
-            skipping = False
-        if e["type"] != "tool_execution_end" or not e.get("skipped"):
-            continue
-        if not is_skip_text(e["result"]):
-            continue  # left unrun by an abort or an error, not by steering
+    for i, e, first in scan.skips:
         if e["depth"] != 0:
             out.append(
                 f"#{i} a call of the depth-{e['depth']} run was skipped; no steering reaches it"
             )
-        elif not skipping:
-            skipping = True
+        elif first:
             skip_rounds += 1
             before = sum(1 for at, _ in triggers if at < i)
             if before < skip_rounds:
@@ -133,11 +157,7 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
                     f"#{i} calls skipped in round {e['round']}, but only {before} steering "
                     f"message(s) were queued before, for {skip_rounds} round(s) with skips"
                 )
-    users = [
-        e["text"]
-        for e in trace
-        if e["type"] == "message_end" and e["depth"] == 0 and e["role"] == "user"
-    ]
+    users = scan.users
     prompt = scenario.exec.content
     if prompt is None:
         pass  # a conversation step that continues the history: no prompt is sent
@@ -145,9 +165,12 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
         users = users[1:]
     else:
         out.append("the outer run's first message is not the exec prompt")
+    follow_ups = scenario.follow_ups
+    if not users and not triggers and not follow_ups:
+        return  # nothing delivered, nothing queued
     delivered = Counter(users)
-    queued = Counter([t for _, t in triggers] + [f.text for f in scenario.follow_ups])
-    end, _ = _outer(trace)
+    queued = Counter([t for _, t in triggers] + [f.text for f in follow_ups])
+    end = scan.end
     if delivered - queued:
         out.append(f"user messages nobody queued were delivered: {sorted(delivered - queued)}")
     if end is not None and end.get("reason") == "stop" and queued - delivered:
@@ -157,11 +180,13 @@ def _check_queues(outcome: Any, out: list[str]) -> None:
         )
 
 
-def _check_steering_skips(outcome: Any, out: list[str]) -> None:
+def _check_steering_skips(
+    outcome: Any, triggers: list[tuple[int, str]], out: list[str]
+) -> None:
     """Steering queued while the outer run works through a batch (at a tool's end, or
     inside a nested run) skips every call of the batch after the one running."""
     trace = outcome.trace
-    for at, _ in steering_triggers(outcome.scenario, trace):
+    for at, _ in triggers:
         if trace[at]["type"] == "turn_end":
             continue  # after a round: no batch is running
         running = next(
@@ -217,15 +242,16 @@ def _check_conversation(outcome: Any, replay: Any | None) -> list[str]:
 
 
 def _check_one_exec(outcome: Any, replay: Any | None) -> list[str]:
-    out = check_trace(outcome.trace, cap_for=_caps(outcome.scenario))
-    _check_exit(outcome, out)
-    replies = sum(
-        1 for e in outcome.trace if e["type"] == "message_end" and e["role"] == "assistant"
-    )
+    trace = outcome.trace
+    out = check_trace(trace, cap_for=_caps(outcome.scenario))
+    scan = _Scan(trace)
+    _check_exit(outcome, scan, out)
+    replies = scan.replies
     if replies != outcome.model_calls:
         out.append(f"{outcome.model_calls} model calls but {replies} assistant messages")
-    _check_queues(outcome, out)
-    _check_steering_skips(outcome, out)
+    triggers = steering_triggers(outcome.scenario, trace)
+    _check_queues(outcome, scan, triggers, out)
+    _check_steering_skips(outcome, triggers, out)
     if replay is not None:
         if replay.trace != outcome.trace:
             first = next(
