@@ -165,7 +165,9 @@ def test_guided_scenarios_mostly_mutate_one_argument_of_the_deepest_runs(
     corpus.offer(deep, 5, 5)
     drawn: list[dict[str, Any]] = []
 
-    @settings(max_examples=80, database=None, deadline=None)
+    # derandomized: Hypothesis's draws are biased toward simple values, so "three in four"
+    # is a tendency over many draws, and 80 random ones fell under half now and then
+    @settings(max_examples=80, database=None, deadline=None, derandomize=True)
     @given(guided_scenarios(user_scenario_strategy(target, UserOptions()), target, corpus))
     def collect(data: dict[str, Any]) -> None:
         drawn.append(data)
