@@ -65,6 +65,10 @@ __all__ = [
 SCENARIO_BYTES = 160
 """Bytes drawn per scenario (choices past them take their simplest value)."""
 
+MAX_BATCH = 32
+"""The most scenarios one Hypothesis example may hold: 32 x 160 bytes stays well inside the
+8 KiB Hypothesis allows an example (64 did not fit: every example overran)."""
+
 _OPTIONS = (
     1,  # min_tools
     4,  # max_tools
@@ -200,6 +204,12 @@ def run_campaign(
             f"and replay_every >= 0; got {examples}, {workers}, {chunk_size}, {batch}, "
             f"{replay_every}"
         )
+    if batch > MAX_BATCH:
+        raise ValueError(
+            f"run_campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
+            f"draws batch x {SCENARIO_BYTES} bytes, and Hypothesis gives up on examples past "
+            "8 KiB; a larger batch would save little anyway (the default is 16)"
+        )
     props = as_properties(properties)
     chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
     run = functools.partial(_run_chunk, properties=props)
@@ -231,6 +241,12 @@ def run_chunk(
     chunks as test items, a CI matrix) can spread a campaign with no coordination. A
     violation is shrunk and, with ``regressions``, written as :func:`run_campaign` writes
     it (``properties`` as there)."""
+    if batch > MAX_BATCH:
+        raise ValueError(
+            f"run_campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
+            f"draws batch x {SCENARIO_BYTES} bytes, and Hypothesis gives up on examples past "
+            "8 KiB; a larger batch would save little anyway (the default is 16)"
+        )
     props = as_properties(properties)
     chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
     if not 0 <= index < len(chunks):
