@@ -398,7 +398,9 @@ class _Play:
 
     async def _play(self, deadline: Deadline | None) -> RunOutcome:
         scenario, runtime = self.scenario, self.runtime
-        run = asyncio.ensure_future(_contained(entry(scenario, runtime, self.build)))
+        run = asyncio.get_running_loop().create_task(
+            _contained(entry(scenario, runtime, self.build))
+        )
         timed_out: int | None = None
         if not await _finished(run, scenario.timeout):
             # abort it (real time: the virtual clock never waits)
@@ -498,8 +500,26 @@ async def _contained(run: Awaitable[Any]) -> Any:
 
 
 async def _finished(run: asyncio.Future[Any], seconds: float) -> bool:
-    done, _ = await asyncio.wait({run}, timeout=seconds)
-    return bool(done)
+    """Whether ``run`` is done within ``seconds``: ``asyncio.wait({run}, timeout=seconds)``
+    for the one future (a waiter woken by the run's end or the timer), without the sets and
+    the per-future bookkeeping it keeps for many. Cancelling the caller cancels the wait,
+    never the run."""
+    if run.done():
+        return True
+    waiter = asyncio.get_running_loop().create_future()
+
+    def wake(_: Any = None) -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    timer = waiter.get_loop().call_later(seconds, wake)
+    run.add_done_callback(wake)
+    try:
+        await waiter
+    finally:
+        timer.cancel()
+        run.remove_done_callback(wake)
+    return run.done()
 
 
 class _ThreadLoop:
