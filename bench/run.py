@@ -259,13 +259,18 @@ def part_plugin(quick: bool) -> dict[str, Any]:
         # the scenarios' own cost, to take out: load, run and check each file in a fresh
         # process, with the import of what runs them (the session pays it as well), on
         # the CPU clock; alternating with the sessions, best of each (one measurement of
-        # it swung the overhead by 0.5 ms under load)
+        # it swung the overhead by 0.5 ms under load). Best of five, not three: on a
+        # shared 2-core machine a process's CPU time comes out up to 20-30% high while the
+        # other core is busy (six rounds at load 2.5 gave 1.82-2.89 s for the own cost,
+        # 4.76-7.04 s for the scenario session, 2.17-3.09 s for the trivial one), and the
+        # overhead is a difference of ~1 s out of those: one of the three 5% high moved it
+        # by 0.25 ms an item. The best of five of each is nearer its uncontended time.
         listing = base / "files.txt"
         listing.write_text("".join(f"{path}\n" for path in files))
         own_runs: list[tuple[float, float]] = []
         scen: list[tuple[float, float]] = []
         trivial: list[tuple[float, float]] = []
-        for _ in range(2 if quick else 3):
+        for _ in range(2 if quick else 5):
             own_runs.append(_own_cost(base / "scen", listing))
             scen.append(_pytest(base / "scen", "--openprogram-scenarios"))
             trivial.append(_pytest(base / "trivial"))
