@@ -52,6 +52,12 @@ class TurnToolCall:
     def coerce(cls, value: Any) -> TurnToolCall:
         """A call from a TurnToolCall, ``{name: arguments}`` or ``{"name": ..., "arguments": ...,
         "id": ...}``."""
+        if type(value) is dict:  # a scenario's calls: no ABC check (the branches below)
+            if "name" in value:
+                return cls(value["name"], value.get("arguments", {}), value.get("id"))
+            if len(value) == 1:
+                ((name, args),) = value.items()
+                return cls(str(name), {} if args is None else args)
         if isinstance(value, TurnToolCall):
             return value
         if isinstance(value, Mapping) and "name" in value:
