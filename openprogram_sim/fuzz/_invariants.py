@@ -180,9 +180,7 @@ def _check_queues(
         )
 
 
-def _check_steering_skips(
-    outcome: Any, triggers: list[tuple[int, str]], out: list[str]
-) -> None:
+def _check_steering_skips(outcome: Any, triggers: list[tuple[int, str]], out: list[str]) -> None:
     """Steering queued while the outer run works through a batch (at a tool's end, or
     inside a nested run) skips every call of the batch after the one running."""
     trace = outcome.trace

@@ -10,7 +10,9 @@ from openprogram_sim.fuzz.loop._campaign import MAX_BATCH
 
 
 def test_a_batch_past_the_bound_is_refused_with_the_bound_and_the_default() -> None:
-    with pytest.raises(ValueError, match=rf"batch is at most {MAX_BATCH} \(got 64\).*default is 16"):
+    with pytest.raises(
+        ValueError, match=rf"batch is at most {MAX_BATCH} \(got 64\).*default is 16"
+    ):
         run_campaign(10, seed=1, batch=64, regressions=None)
 
 

@@ -62,8 +62,7 @@ def test_the_walk_says_plain_exactly_as_its_definition(value: Any) -> None:
 
 
 _entries = st.lists(
-    st.dictionaries(st.sampled_from(sorted(_ENTRY_KEYS)) | _keys, _values, max_size=6)
-    | _values,
+    st.dictionaries(st.sampled_from(sorted(_ENTRY_KEYS)) | _keys, _values, max_size=6) | _values,
     max_size=5,
 )
 

@@ -68,7 +68,9 @@ def test_an_error_reply_and_a_subclass_keep_every_field() -> None:
         content=[TextContent("part"), ToolCall(id="c1", name="add", arguments={})],
         stop_reason="error",
         error_message="boom",
-        error_details=ErrorDetails(reason="rate_limit", status=429, retryable=True, retry_after=2.0),
+        error_details=ErrorDetails(
+            reason="rate_limit", status=429, retryable=True, retry_after=2.0
+        ),
     )
     for event in (
         MessageEnd(message=reply, round=2, depth=1),
