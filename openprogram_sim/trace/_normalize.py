@@ -140,6 +140,18 @@ def field_schema(name: str) -> dict[str, Any]:
     return {"anyOf": [plain, {"$ref": "#/$defs/Matcher"}]}
 
 
+def _error_fields(message: AssistantMessage, out: dict[str, Any]) -> None:
+    """A failed reply's error fields (none for a reply that did not fail)."""
+    if message.error_message is not None:
+        out["error"] = message.error_message
+    details = message.error_details
+    if details is not None:
+        out["error_reason"] = details.reason
+        out["error_status"] = details.status
+        out["retryable"] = details.retryable
+        out["retry_after"] = details.retry_after
+
+
 def _message_fields(message: AnyMessage, out: dict[str, Any]) -> None:
     """``message``'s trace fields, written into ``out``."""
     out["role"] = message.role
@@ -147,14 +159,7 @@ def _message_fields(message: AnyMessage, out: dict[str, Any]) -> None:
     if isinstance(message, AssistantMessage):
         out["tool_calls"] = [c.name for c in message.tool_calls]
         out["stop_reason"] = message.stop_reason
-        if message.error_message is not None:
-            out["error"] = message.error_message
-        details = message.error_details
-        if details is not None:
-            out["error_reason"] = details.reason
-            out["error_status"] = details.status
-            out["retryable"] = details.retryable
-            out["retry_after"] = details.retry_after
+        _error_fields(message, out)
     elif isinstance(message, ToolResultMessage):
         out["tool_call_id"] = message.tool_call_id
         out["tool_name"] = message.tool_name
@@ -260,14 +265,8 @@ def _message_entry(event: Any) -> dict[str, Any]:
             "tool_calls": [b.name for b in message.content if isinstance(b, ToolCall)],
             "stop_reason": message.stop_reason,
         }
-        if message.error_message is not None:
-            out["error"] = message.error_message
-        details = message.error_details
-        if details is not None:
-            out["error_reason"] = details.reason
-            out["error_status"] = details.status
-            out["retryable"] = details.retryable
-            out["retry_after"] = details.retry_after
+        if message.error_message is not None or message.error_details is not None:
+            _error_fields(message, out)
     elif kind is ToolResultMessage:
         out = {
             "type": event.type,
