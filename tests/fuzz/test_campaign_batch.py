@@ -20,3 +20,10 @@ def test_the_largest_batch_runs_every_example() -> None:
     result = run_campaign(2 * MAX_BATCH, seed=1, batch=MAX_BATCH, regressions=None)
     assert result.failure is None
     assert result.stats.runs == 2 * MAX_BATCH
+
+
+def test_one_chunk_of_a_campaign_keeps_the_same_bound() -> None:
+    from openprogram_sim.fuzz.loop import run_chunk
+
+    with pytest.raises(ValueError, match=rf"batch is at most {MAX_BATCH} \(got 33\)"):
+        run_chunk(0, 10, seed=1, batch=33)

@@ -191,7 +191,8 @@ def run_campaign(
     properties: UserProperties | Sequence[Mapping[str, Any]] | None = None,
 ) -> CampaignResult:
     """Run ``examples`` generated scenarios and check the invariants on each (every
-    ``replay_every``-th run is run twice and the traces compared; 0: never). ``workers`` > 1
+    ``replay_every``-th run is run twice and the traces compared; 0: never; ``batch``
+    scenarios, at most :data:`MAX_BATCH`, go into each Hypothesis example). ``workers`` > 1
     spreads chunks over processes. On a violation, the shrunk case is written as a scenario
     file under ``regressions`` (None: not written).
 
@@ -206,7 +207,7 @@ def run_campaign(
         )
     if batch > MAX_BATCH:
         raise ValueError(
-            f"run_campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
+            f"a campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
             f"draws batch x {SCENARIO_BYTES} bytes, and Hypothesis gives up on examples past "
             "8 KiB; a larger batch would save little anyway (the default is 16)"
         )
@@ -243,7 +244,7 @@ def run_chunk(
     it (``properties`` as there)."""
     if batch > MAX_BATCH:
         raise ValueError(
-            f"run_campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
+            f"a campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
             f"draws batch x {SCENARIO_BYTES} bytes, and Hypothesis gives up on examples past "
             "8 KiB; a larger batch would save little anyway (the default is 16)"
         )
