@@ -98,13 +98,8 @@ class _Scan:
                     skipping = False
             elif kind == "agent_end" and e["depth"] == 0:
                 end = e
-        self.end, self.last, self.replies, self.users, self.skips = (
-            end,
-            last,
-            replies,
-            users,
-            skips,
-        )
+        self.end, self.last, self.replies = end, last, replies
+        self.users, self.skips = users, skips
 
 
 def _check_exit(outcome: Any, scan: _Scan, out: list[str]) -> None:

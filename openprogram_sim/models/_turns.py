@@ -52,19 +52,14 @@ class TurnToolCall:
     def coerce(cls, value: Any) -> TurnToolCall:
         """A call from a TurnToolCall, ``{name: arguments}`` or ``{"name": ..., "arguments": ...,
         "id": ...}``."""
-        if type(value) is dict:  # a scenario's calls: no ABC check (the branches below)
+        if isinstance(value, TurnToolCall):
+            return value
+        if type(value) is dict or isinstance(value, Mapping):  # no ABC check for a dict
             if "name" in value:
                 return cls(value["name"], value.get("arguments", {}), value.get("id"))
             if len(value) == 1:
                 ((name, args),) = value.items()
                 return cls(str(name), {} if args is None else args)
-        if isinstance(value, TurnToolCall):
-            return value
-        if isinstance(value, Mapping) and "name" in value:
-            return cls(value["name"], value.get("arguments", {}), value.get("id"))
-        if isinstance(value, Mapping) and len(value) == 1:
-            ((name, args),) = value.items()
-            return cls(str(name), {} if args is None else args)
         raise ValueError(
             f"scripted tool call {value!r} must be {{name: arguments}} or "
             '{"name": ..., "arguments": ..., "id": ...}'

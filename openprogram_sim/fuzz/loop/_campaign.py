@@ -85,6 +85,15 @@ _OPTIONS = (
 )
 
 
+def _check_batch(batch: int) -> None:
+    if batch > MAX_BATCH:
+        raise ValueError(
+            f"a campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
+            f"draws batch x {SCENARIO_BYTES} bytes, and Hypothesis gives up on examples past "
+            "8 KiB; a larger batch would save little anyway (the default is 16)"
+        )
+
+
 def scenario_from_bytes(blob: bytes) -> dict[str, Any]:
     """The scenario dict the campaign builds from one byte string (the defaults of
     :func:`openprogram_sim.fuzz.strategies.scenario_dicts`)."""
@@ -205,12 +214,7 @@ def run_campaign(
             f"and replay_every >= 0; got {examples}, {workers}, {chunk_size}, {batch}, "
             f"{replay_every}"
         )
-    if batch > MAX_BATCH:
-        raise ValueError(
-            f"a campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
-            f"draws batch x {SCENARIO_BYTES} bytes, and Hypothesis gives up on examples past "
-            "8 KiB; a larger batch would save little anyway (the default is 16)"
-        )
+    _check_batch(batch)
     props = as_properties(properties)
     chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
     run = functools.partial(_run_chunk, properties=props)
@@ -242,12 +246,7 @@ def run_chunk(
     chunks as test items, a CI matrix) can spread a campaign with no coordination. A
     violation is shrunk and, with ``regressions``, written as :func:`run_campaign` writes
     it (``properties`` as there)."""
-    if batch > MAX_BATCH:
-        raise ValueError(
-            f"a campaign's batch is at most {MAX_BATCH} (got {batch}): each Hypothesis example "
-            f"draws batch x {SCENARIO_BYTES} bytes, and Hypothesis gives up on examples past "
-            "8 KiB; a larger batch would save little anyway (the default is 16)"
-        )
+    _check_batch(batch)
     props = as_properties(properties)
     chunks = plan_chunks(examples, seed, chunk_size, batch, replay_every)
     if not 0 <= index < len(chunks):
