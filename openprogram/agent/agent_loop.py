@@ -529,7 +529,10 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             if tool_calls:
                 steering = await _execute_tool_calls(run, message, tool_calls)
             run.end_turn(message, run.turn_results)
-            if _stop_requested(run):
+            task = run.task  # _stop_requested, called only when it may say stop
+            if (
+                run.cancel.is_set() or (task is not None and task.cancelling() > run.baseline)
+            ) and _stop_requested(run):
                 # steering taken from the queue and not delivered goes back, as at the cap
                 return _end(run, "aborted", steering=steering)
             # Steering queued while the turn closed (e.g. by a turn_end listener) joins what
@@ -768,17 +771,52 @@ async def _execute_tool_calls(
     stays queued)."""
     run.batch = tool_calls
     steering_source = run.config.get_steering_messages
+    # _stop_requested, _start_one and _end_one, inline (a call each costs about what the
+    # step does): the checks read the signal and the task, and call _stop_requested only
+    # when either says stop.
+    cancel, task, baseline = run.cancel, run.task, run.baseline
+    context = run.context
+    messages, new_messages, results = context.messages, run.new_messages, run.turn_results
+    pending = context.pending_tool_calls
     for call in tool_calls:
-        if _stop_requested(run):
+        if (cancel.is_set() or (task is not None and task.cancelling() > baseline)) and (
+            _stop_requested(run)
+        ):
             _answer_unrun_calls(run, ABORTED_TEXT)
             return []
-        started = _start_one(run, call)  # a sync tool has run; an async one is awaited
-        outcome = (
-            await _await_one(run, call, started) if isinstance(started, _Awaiting) else started
+        if run.listeners:
+            run.emit(_tool_start(run, call))
+        pending.add(call.id)
+        try:
+            started = _invoke(run, call)  # a sync tool has run; an async one is awaited
+        except BaseException as exc:
+            _interrupted(run, call, exc)
+            raise
+        if isinstance(started, _Awaiting):
+            outcome = await _await_one(run, call, started)
+        else:
+            pending.discard(call.id)
+            outcome = started
+        tool_result = outcome[0]
+        result = ToolResultMessage(  # positional: keywords cost a third more
+            call.id,
+            call.name,
+            tool_result.content,
+            tool_result.is_error,
+            tool_result.details,
+            "toolResult",
+            now_ms(),
         )
-        _end_one(run, call, outcome)
+        if run.listeners:
+            run.emit(_tool_end(run, call, result, outcome[1]))
+        messages.append(result)
+        new_messages.append(result)
+        results.append(result)
+        run.emit_message(result)
         # A tool may have caught the run's CancelledError and returned: the abort stands.
-        if _stop_requested(run):
+        if (cancel.is_set() or (task is not None and task.cancelling() > baseline)) and (
+            _stop_requested(run)
+        ):
             continue  # the next call is answered as aborted; leave steering queued
         steering: Any = steering_source() if steering_source is not None else []
         if type(steering) is not list:
@@ -804,23 +842,6 @@ def _record_result(run: _Run, result: ToolResultMessage) -> None:
     run.emit_message(result)
 
 
-def _start_one(run: _Run, call: ToolCall) -> Outcome | _Awaiting:
-    """Start one call: its start event, then the tool (see :func:`_invoke`). A sync
-    tool's call ends here, with no coroutine of its own."""
-    if run.listeners:
-        run.emit(_tool_start(run, call))
-    pending = run.context.pending_tool_calls
-    pending.add(call.id)
-    try:
-        invoked = _invoke(run, call)
-    except BaseException as exc:
-        _interrupted(run, call, exc)
-        raise
-    if not isinstance(invoked, _Awaiting):
-        pending.discard(call.id)
-    return invoked
-
-
 async def _await_one(run: _Run, call: ToolCall, started: _Awaiting) -> Outcome:
     """Await what an async tool's call returned; its failures become error results as a
     sync tool's do."""
@@ -837,18 +858,6 @@ async def _await_one(run: _Run, call: ToolCall, started: _Awaiting) -> Outcome:
         raise
     finally:
         run.context.pending_tool_calls.discard(call.id)
-
-
-def _end_one(run: _Run, call: ToolCall, outcome: Outcome) -> None:
-    """A call's end event, then its result in the history."""
-    result = _result_message(call, outcome[0])
-    if run.listeners:
-        run.emit(_tool_end(run, call, result, outcome[1]))
-    context = run.context  # _record_result, inline: once per call
-    context.messages.append(result)
-    run.new_messages.append(result)
-    run.turn_results.append(result)
-    run.emit_message(result)
 
 
 def _interrupted(run: _Run, call: ToolCall, exc: BaseException) -> None:
