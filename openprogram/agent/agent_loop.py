@@ -56,7 +56,6 @@ from openprogram.providers.base import (
     ReadyStream,
     RunOptions,
     StreamOptions,
-    _set_round,
     stream_options,
 )
 from openprogram.tools import ArgumentsError, Tool, ToolResult, normalize_result
@@ -518,10 +517,11 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
         specs = _provider_specs(run)
         has_more_tool_calls = True
         while has_more_tool_calls or pending:
-            if not first:
-                capped = _next_round(run, cap, pending)
-                if capped is not None:
-                    return capped
+            if not first:  # the next round (at the cap the run ends; pending stays queued)
+                if run.round >= cap:
+                    return _end(run, "cap", steering=pending)
+                run.round += 1
+                run.start_turn()
             first = False
             for queued_message in pending:
                 _add_message(run, queued_message, origin)
@@ -555,15 +555,6 @@ async def _run_loop(run: _Run, prompts: list[AnyMessage]) -> LoopResult:
             return _end(run, "stop")
         if run.round >= cap:
             return _end(run, "cap", follow_ups=pending)
-
-
-def _next_round(run: _Run, cap: int, pending: list[UserMessage]) -> LoopResult | None:
-    """Open the next round; at the cap, end the run instead (what is pending stays queued)."""
-    if run.round >= cap:
-        return _end(run, "cap", steering=pending)
-    run.round += 1
-    run.start_turn()
-    return None
 
 
 def _add_prompts(run: _Run, prompts: list[AnyMessage]) -> None:
@@ -640,6 +631,7 @@ async def _stream_assistant_response(run: _Run, specs: list[ToolSpec]) -> Assist
 
 
 _refcount = getattr(sys, "getrefcount", None)
+_set_round = StreamOptions.__dict__["round"].__set__  # the slot's own setter (it is frozen)
 
 
 def _call_options(run: _Run) -> StreamOptions:
@@ -774,7 +766,11 @@ def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
         if isinstance(block, ToolCall):
             calls.append(block)
             if not (claimed and any(block is c for c in claimed)):
-                _claim_call_id(run, block)
+                taken, given = run.call_ids, block.id
+                if taken is not None and given and given not in taken:
+                    taken.add(given)  # _claim_call_id's common case, inline
+                else:
+                    _claim_call_id(run, block)
 
 
 def _claim_call_id(run: _Run, block: ToolCall) -> None:
@@ -850,7 +846,8 @@ async def _execute_tool_calls(
         messages.append(result)
         new_messages.append(result)
         results.append(result)
-        run.emit_message(result)
+        if run.listeners:
+            run.emit_message(result)
         # A tool may have caught the run's CancelledError and returned: the abort stands.
         if (cancel.is_set() or (task is not None and task.cancelling() > baseline)) and (
             _stop_requested(run)
