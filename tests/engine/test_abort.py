@@ -272,6 +272,32 @@ def test_agent_abort_right_after_create_task_aborts_that_run() -> None:
     assert rec.trace[-3]["error"] == "Run aborted before the model call"
 
 
+def test_prompts_never_awaited_leave_abort_working_and_nothing_behind() -> None:
+    """Prompts asked for and dropped unawaited (their coroutines closed) are forgotten: the
+    agent keeps no more than a bounded few of their dead references, and an abort still
+    reaches the prompt asked for after them."""
+    model = ScriptedModel(["never sent"])
+    agent = Agent(model)
+    rec = TraceRecorder()
+    agent.subscribe(rec)
+    dropped = [agent.prompt("dropped") for _ in range(300)]  # asked for, never run
+    for coroutine in dropped:
+        coroutine.close()
+    del dropped, coroutine
+
+    async def main() -> Any:
+        task = asyncio.create_task(agent.prompt("go"))
+        agent.abort()  # the task has not started yet
+        return await task
+
+    result = asyncio.run(main())
+    assert result.reason == "aborted"
+    assert model.calls == 0
+    assert compact(rec.trace) == ABORTED_RUN
+    assert result.final is not None and result.final.stop_reason == "aborted"
+    assert len(agent._signals or {}) < 64  # the dead ones pruned, the run's own gone
+
+
 def test_runtime_abort_right_after_create_task_aborts_that_exec() -> None:
     runtime, model, rec = make_runtime(["never sent"])
 
