@@ -254,11 +254,18 @@ def test_the_abort_signal_on_its_own() -> None:
 # -- item 12: an abort before the run has started ----------------------------------------
 
 
-def test_agent_abort_right_after_create_task_aborts_that_run() -> None:
+def aborted_before_start(dropped: int = 0) -> tuple[Agent, Any]:
+    """An agent asked for ``dropped`` prompts it never runs (their coroutines closed), then
+    one aborted right after ``create_task``; checks that run ended aborted before its model
+    call, and returns the agent and the run's result."""
     model = ScriptedModel(["never sent"])
     agent = Agent(model)
     rec = TraceRecorder()
     agent.subscribe(rec)
+    asked = [agent.prompt("dropped") for _ in range(dropped)]  # asked for, never run
+    for coroutine in asked:
+        coroutine.close()
+    del asked
 
     async def main() -> Any:
         task = asyncio.create_task(agent.prompt("go"))
@@ -270,30 +277,18 @@ def test_agent_abort_right_after_create_task_aborts_that_run() -> None:
     assert model.calls == 0
     assert compact(rec.trace) == ABORTED_RUN
     assert rec.trace[-3]["error"] == "Run aborted before the model call"
+    return agent, result
+
+
+def test_agent_abort_right_after_create_task_aborts_that_run() -> None:
+    aborted_before_start()
 
 
 def test_prompts_never_awaited_leave_abort_working_and_nothing_behind() -> None:
-    """Prompts asked for and dropped unawaited (their coroutines closed) are forgotten: the
-    agent keeps no more than a bounded few of their dead references, and an abort still
-    reaches the prompt asked for after them."""
-    model = ScriptedModel(["never sent"])
-    agent = Agent(model)
-    rec = TraceRecorder()
-    agent.subscribe(rec)
-    dropped = [agent.prompt("dropped") for _ in range(300)]  # asked for, never run
-    for coroutine in dropped:
-        coroutine.close()
-    del dropped, coroutine
-
-    async def main() -> Any:
-        task = asyncio.create_task(agent.prompt("go"))
-        agent.abort()  # the task has not started yet
-        return await task
-
-    result = asyncio.run(main())
-    assert result.reason == "aborted"
-    assert model.calls == 0
-    assert compact(rec.trace) == ABORTED_RUN
+    """Prompts asked for and dropped unawaited are forgotten: the agent keeps no more than
+    a bounded few of their dead references, and an abort still reaches the prompt asked for
+    after them."""
+    agent, result = aborted_before_start(dropped=300)
     assert result.final is not None and result.final.stop_reason == "aborted"
     assert len(agent._signals or {}) < 64  # the dead ones pruned, the run's own gone
 
