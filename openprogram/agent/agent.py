@@ -111,11 +111,6 @@ def _as_user(message: str | UserMessage) -> UserMessage:
     )
 
 
-_PRUNE_AT = 64
-"""How many runs an agent may have asked for and not ended before it drops the dead ones
-(runs asked for and never awaited)."""
-
-
 class Agent:
     """Runs the tool-call loop over a persistent history.
 
@@ -163,7 +158,7 @@ class Agent:
         )
         self._listeners: list[Listener] = listeners if listeners is not None else []
         self._lock = threading.Lock()
-        self._signals: dict[int, weakref.ref[AbortSignal]] | None = None
+        self._signals: weakref.WeakSet[AbortSignal] | None = None
         """The abort signals of the runs asked for (``prompt()`` called) and not ended. Weak:
         a prompt coroutine never awaited takes its signal with it. Made on the first
         ``prompt()``: an exec's agent is aborted through its runtime, and never needs it."""
@@ -238,8 +233,7 @@ class Agent:
         nothing is asked for does nothing; it is not kept for the next prompt.
         """
         with self._lock:
-            refs = list(self._signals.values()) if self._signals else ()
-        signals = [s for s in (ref() for ref in refs) if s is not None]
+            signals = list(self._signals or ())
         wave = object()  # one abort: a signal it reaches twice acts once
         for signal in signals:
             signal.set(wave)
@@ -264,14 +258,9 @@ class Agent:
         """The abort signal of a run being asked for, registered for :meth:`abort`."""
         signal = AbortSignal()
         with self._lock:
-            signals = self._signals
-            if signals is None:
-                signals = self._signals = {}
-            elif len(signals) >= _PRUNE_AT:  # prompts never awaited left dead references
-                for key in [k for k, ref in signals.items() if ref() is None]:
-                    del signals[key]
-            # by id, weakly: a dict and a weakref cost a third of a WeakSet
-            signals[id(signal)] = weakref.ref(signal)
+            if self._signals is None:
+                self._signals = weakref.WeakSet()
+            self._signals.add(signal)
         return signal
 
     async def _run(
@@ -280,7 +269,7 @@ class Agent:
         signal: AbortSignal,
         run_id: str | None = None,
     ) -> LoopResult:
-        # Should this raise, ``signal`` dies with this coroutine (``_signals`` holds it weakly).
+        # Should this raise, ``signal`` leaves ``_signals`` (a weak set) with this coroutine.
         if self.state.is_streaming:
             raise AgentBusyError(
                 "Agent.prompt() called while a run is in progress; use steer() or follow_up()"
@@ -308,7 +297,7 @@ class Agent:
             self.state.is_streaming = False
             if self._signals is not None:
                 with self._lock:
-                    self._signals.pop(id(signal), None)
+                    self._signals.discard(signal)
         self._after_run(result)
         return result
 

@@ -766,11 +766,7 @@ def _unique_call_ids(run: _Run, message: AssistantMessage) -> None:
         if isinstance(block, ToolCall):
             calls.append(block)
             if not (claimed and any(block is c for c in claimed)):
-                taken, given = run.call_ids, block.id
-                if taken is not None and given and given not in taken:
-                    taken.add(given)  # _claim_call_id's common case, inline
-                else:
-                    _claim_call_id(run, block)
+                _claim_call_id(run, block)
 
 
 def _claim_call_id(run: _Run, block: ToolCall) -> None:
@@ -805,9 +801,9 @@ async def _execute_tool_calls(
     stays queued)."""
     run.batch = tool_calls
     steering_source = run.config.get_steering_messages
-    # _stop_requested, _start_one and _end_one, inline (a call each costs about what the
-    # step does): the checks read the signal and the task, and call _stop_requested only
-    # when either says stop.
+    # A call's start and end inline (a call each cost about what the step does). The stop
+    # checks read the signal and the task first, and call _stop_requested only when either
+    # says stop.
     cancel, task, baseline = run.cancel, run.task, run.baseline
     context = run.context
     messages, new_messages, results = context.messages, run.new_messages, run.turn_results
@@ -831,16 +827,7 @@ async def _execute_tool_calls(
         else:
             pending.discard(call.id)
             outcome = started
-        tool_result = outcome[0]
-        result = ToolResultMessage(  # positional: keywords cost a third more
-            call.id,
-            call.name,
-            tool_result.content,
-            tool_result.is_error,
-            tool_result.details,
-            "toolResult",
-            now_ms(),
-        )
+        result = _result_message(call, outcome[0])
         if run.listeners:
             run.emit(_tool_end(run, call, result, outcome[1]))
         messages.append(result)
@@ -929,13 +916,10 @@ def _invoke(run: _Run, call: ToolCall) -> Outcome | _Awaiting:
         names = ", ".join(sorted(run.tools_by_name)) or "none"
         text = f"Tool {call.name} not found (available: {names})"
         return ToolResult.text(text, is_error=True), "unknown_tool"
-    validator, args = tool.validator, call.arguments
-    fast = validator.fast  # validate's own first step, without its call
-    if fast is None or type(args) is not dict or not fast(args):
-        try:
-            args = validator.validate(call.name, args)
-        except ArgumentsError as exc:
-            return ToolResult.text(str(exc), is_error=True), "invalid_arguments"
+    try:
+        args = tool.validator.validate(call.name, call.arguments)
+    except ArgumentsError as exc:
+        return ToolResult.text(str(exc), is_error=True), "invalid_arguments"
     on_update = _updater(run, call) if run.listeners else None
     try:
         value: Any = tool.run(call.id, args, run.cancel, on_update)

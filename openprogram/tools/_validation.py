@@ -153,7 +153,7 @@ def _path(error: jsonschema.ValidationError) -> str:
 class ArgumentValidator:
     """A compiled validator for one parameters schema."""
 
-    __slots__ = ("_check", "_fill", "_full", "_schema", "fast")
+    __slots__ = ("_check", "_fast", "_fill", "_full", "_schema")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self._schema = schema
@@ -167,9 +167,7 @@ class ArgumentValidator:
         except (fastjsonschema.JsonSchemaDefinitionException, TypeError, ValueError) as exc:
             raise ToolSchemaError(f"invalid JSON Schema for tool parameters: {exc}") from exc
         self._full: jsonschema.protocols.Validator | None = None
-        self.fast = _fast_check(schema)
-        """For a flat schema with no defaults, a check whose ``True`` means the arguments
-        (a dict) pass as they are (``False``: ask :meth:`validate`); ``None`` otherwise."""
+        self._fast = _fast_check(schema)
 
     def _with_defaults(self, args: dict[str, Any], *, copied: bool) -> dict[str, Any]:
         """The arguments the tool receives: schema defaults filled in, on a copy."""
@@ -186,7 +184,7 @@ class ArgumentValidator:
                 f'Validation failed for tool "{tool_name}": arguments must be a JSON object, '
                 f"got {type(args).__name__}.\n\nReceived arguments:\n{_dump(args)}"
             )
-        fast = self.fast
+        fast = self._fast
         if fast is not None and fast(args):
             return args  # flat schemas with no defaults: nothing to fill in
         try:

@@ -344,9 +344,7 @@ class ScriptedModel:
         """Record the call and take its turn: the events as a plain iterator when the turn
         needs no waiting (its pieces left out unless ``pieces``), else the request and the
         turn (or its awaitable) to play async."""
-        kept = self._history.keep(context.messages)  # _record, inline: once per call
-        request = ScriptedRequest._over(len(self.requests) + 1, context, options, kept)
-        self.requests.append(request)
+        request = self._record(context, options)
         turn = self._next_turn(request)
         if type(turn) is Turn and not turn.latency and turn.fault != "hang":
             if pieces:
