@@ -1,8 +1,9 @@
 """Argument validation: JSON Schema with the lenient coercion real models need.
 
 A validator is compiled once per distinct schema (fastjsonschema turns the schema into
-Python code) and cached. The hot path is one compiled check of the raw arguments; only
-when that fails do we coerce ("3" -> 3, "true" -> True, a scalar where a string is
+Python code) and cached. The hot path is one compiled check of the raw arguments (for a
+flat schema of scalar properties, a shorter one made the same way: see
+:func:`_fast_check`); only when that fails do we coerce ("3" -> 3, "true" -> True, a scalar where a string is
 wanted) and, if the coerced arguments still fail, collect every failing path with
 jsonschema for an error text the model can act on.
 """
@@ -236,37 +237,79 @@ def _scalar_kinds(prop: Any) -> tuple[type, ...] | None:
     return tuple(t for n in names for t in _SCALAR_TYPES[n])
 
 
-def _fast_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
-    """For the common flat schema (an object of scalar-typed properties), a check that
-    accepts only what the full validator accepts (it may reject more: the caller then
-    takes the full path). ``None`` when the schema is not flat."""
+def _flat(schema: dict[str, Any]) -> tuple[dict[str, tuple[type, ...]], list[str], bool] | None:
+    """A flat schema's types by property, its required names and whether it is closed
+    (``additionalProperties: false``); ``None`` for any other schema."""
     if schema.get("type") != "object" or not set(schema) <= _FLAT_KEYS:
         return None
     props = schema.get("properties") or {}
     required = schema.get("required") or []
-    closed = schema.get("additionalProperties", True) is False
     if not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    if not all(type(name) is str for name in [*props, *required]):
         return None
     kinds = {name: _scalar_kinds(prop) for name, prop in props.items()}
     if any(k is None for k in kinds.values()):
         return None
-    needed = tuple(required)
+    closed = schema.get("additionalProperties", True) is False
+    return kinds, required, closed  # type: ignore[return-value]
 
-    def check(args: dict[str, Any]) -> bool:
-        for name in needed:
-            if name not in args:
-                return False
+
+class _Absent:
+    """What the fast check reads for a required argument that is absent: its type is no
+    JSON type."""
+
+    __slots__ = ()
+
+
+def _fast_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    """For the common flat schema (an object of scalar-typed properties), a check that
+    accepts only what the full validator accepts (it may reject more: the caller then
+    takes the full path). ``None`` when the schema is not flat.
+
+    The check is made as code, as fastjsonschema makes the full one: for ``{"a":
+    integer, "b": string}``, both required, it reads ``type(args.get('a', absent)) is
+    int and type(args.get('b', absent)) is str and (len(args) == 2 or rest(args))``,
+    where ``rest`` checks every argument in a loop (optional ones were given). The code
+    holds only ``repr()`` of the property names (string literals) and names of its own;
+    a property name that is not a string gets no fast check."""
+    flat = _flat(schema)
+    if flat is None:
+        return None
+    kinds, required, closed = flat
+
+    def rest(args: dict[str, Any]) -> bool:
+        """Every argument given is typed as its property says (or allowed unnamed)."""
         for name, value in args.items():
-            allowed = kinds.get(name, ())
-            if not allowed:
+            allowed = kinds.get(name)
+            if allowed is None:
                 if closed:
                     return False
                 continue
-            # bool is an int in Python, but not an integer or number in JSON Schema
-            if type(value) not in allowed or (type(value) is bool and bool not in allowed):
+            # exact types: bool is an int in Python, but not an integer in JSON Schema
+            if type(value) not in allowed:
                 return False
         return True
 
+    needed = list(dict.fromkeys(required))
+    names: dict[str, Any] = {"rest": rest, "absent": _Absent()}
+    terms = []
+    for i, name in enumerate(needed):
+        allowed = kinds.get(name)
+        if allowed is None:  # required without a schema of its own
+            if closed:
+                return None  # never valid (fastjsonschema refuses such a schema first)
+            terms.append(f"{name!r} in args")
+        elif len(allowed) == 1:
+            names[f"t{i}"] = allowed[0]
+            terms.append(f"type(args.get({name!r}, absent)) is t{i}")
+        else:
+            names[f"t{i}"] = frozenset(allowed)
+            terms.append(f"type(args.get({name!r}, absent)) in t{i}")
+    terms.append(f"(len(args) == {len(needed)} or rest(args))")
+    source = "def check(args):\n    return " + " and ".join(terms) + "\n"
+    exec(compile(source, "<openprogram fast argument check>", "exec"), names)
+    check: Callable[[dict[str, Any]], bool] = names["check"]
     return check
 
 

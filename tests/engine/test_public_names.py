@@ -88,12 +88,16 @@ MODULES = list(PUBLIC)
 
 def _public_names(module: ModuleType) -> set[str]:
     """What a package holds (everything it imports is a re-export, except its submodules),
-    or what a plain module defines (its own imports are not exports)."""
+    or what a plain module defines (its own imports are not exports). Names that are no
+    identifiers are left out: pytest's assertion rewriting puts ``@py_builtins`` in a
+    package it rewrote (run alone, this file's session rewrites ``openprogram``, which ships
+    in the distribution of an entry-point plugin)."""
     if hasattr(module, "__path__"):
         return {
             name
             for name, value in vars(module).items()
-            if not name.startswith("_")
+            if name.isidentifier()
+            and not name.startswith("_")
             and not (
                 isinstance(value, ModuleType) and value.__name__.startswith(f"{module.__name__}.")
             )
