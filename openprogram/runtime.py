@@ -33,7 +33,6 @@ import contextvars
 import inspect
 import sys
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from typing import Any, Final
 
 from openprogram._nested import run_nested
 from openprogram.agent import AbortSignal
+from openprogram.agent._abort import AbortWaves
 from openprogram.agent._history import check_history
 from openprogram.agent.agent import Agent
 from openprogram.agent.agent_loop import Listener, LoopResult, new_run_id
@@ -255,8 +255,8 @@ class Runtime:
         self._steering: deque[str | UserMessage] = deque()
         self._follow_ups: deque[str | UserMessage] = deque()
         self._lock = threading.Lock()
-        self._signals: weakref.WeakSet[AbortSignal] = weakref.WeakSet()
-        """Abort signals of the execs asked for (``aexec()`` called) and not ended."""
+        self._waves = AbortWaves()
+        """How :meth:`abort` reaches the execs asked for (``aexec()`` called) and not ended."""
 
     @property
     def max_depth(self) -> int:
@@ -310,11 +310,7 @@ class Runtime:
         called, not started yet), at every depth. Safe from any thread (a UI thread, a worker
         thread running a sync function). An abort while no exec is asked for
         does nothing."""
-        with self._lock:
-            signals = list(self._signals)
-        wave = object()  # one abort: a nested exec's signal, set by its parent's, acts once
-        for signal in signals:
-            signal.set(wave)
+        self._waves.abort()  # a nested exec's signal, set by its parent's too, acts once
 
     # -- the application's own entry point ----------------------------------------------
 
@@ -521,19 +517,19 @@ class Runtime:
         )
 
     def _start(self, call: _ExecCall) -> Coroutine[Any, Any, Any]:
-        """Register the exec's abort signal (so :meth:`abort` reaches it from now on, and so
-        does the abort of the exec whose tool asks for it, on any runtime) and return the
-        coroutine that runs it."""
+        """Make the exec's abort signal (the exec whose tool asks for it adopts it, on any
+        runtime, so that exec's abort reaches it from now on; :meth:`abort` reaches it from
+        now on through the runtime's waves) and return the coroutine that runs it."""
         signal = AbortSignal()
-        with self._lock:
-            self._signals.add(signal)
         parent = _current_signal.get()
         if parent is not None:
             parent.adopt(signal)
-        return self._run_exec(call, signal)
+        return self._run_exec(call, signal, self._waves.wave)
 
-    async def _run_exec(self, call: _ExecCall, signal: AbortSignal) -> Any:
-        """Run one exec: its agent in its scope, then its reply (or its pick)."""
+    async def _run_exec(self, call: _ExecCall, signal: AbortSignal, asked: object | None) -> Any:
+        """Run one exec: its agent in its scope, then its reply (or its pick); ``asked``:
+        the runtime's last abort when the exec was asked for."""
+        self._waves.start(signal, asked)
         try:
             menu = Menu(call.choices) if call.choices is not None else None
             agent, scope, prompts = self._prepare(call, menu, signal)
@@ -555,8 +551,7 @@ class Runtime:
                 raise
             raise self._recursion_hit(depth, exc) from exc
         finally:
-            with self._lock:
-                self._signals.discard(signal)
+            self._waves.end(signal)
 
     def _prepare(
         self, call: _ExecCall, menu: Menu | None, signal: AbortSignal

@@ -15,6 +15,11 @@ the run ended reaches nothing. A tool may catch that ``CancelledError`` and go o
 setting the signal again cancels the task again. When the run detaches, the cancellations the
 signal made are taken back (``Task.uncancel``), so the caller's task is left as it was found.
 
+An owner of runs (an ``Agent``, a ``Runtime``) aborts them through :class:`AbortWaves`: each
+``abort()`` is a wave that sets the signal of every run running, and a run asked for before
+it but started after it (``prompt()`` called, the coroutine not yet run) is set as it
+starts.
+
 A signal may adopt others (:meth:`AbortSignal.adopt`): the signals of runs nested in its run's
 tools, whatever runtime or thread they run on. Setting it sets them too, and one adopted after
 it was set is set at once, so a run nested under an aborted one never calls its model.
@@ -28,7 +33,7 @@ import threading
 import weakref
 from typing import Literal
 
-__all__ = ["AbortSignal"]
+__all__ = ["AbortSignal", "AbortWaves"]
 
 
 class AbortSignal(asyncio.Event):
@@ -171,3 +176,46 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+class AbortWaves:
+    """How an owner's ``abort()`` reaches its runs: those running, and those asked for and
+    not started yet.
+
+    A run is asked for when its coroutine is made (``Agent.prompt()``, ``Runtime.aexec()``):
+    it keeps :attr:`wave` then, the owner's last abort. It starts with :meth:`start`, which
+    sets its signal when an abort came in between, and ends with :meth:`end`. :meth:`abort`
+    sets the signal of every run between the two. A run not started is held nowhere: a
+    coroutine never awaited leaves nothing behind, and an abort while nothing is asked for
+    reaches no later run. Safe from any thread.
+    """
+
+    __slots__ = ("_running", "wave")
+
+    def __init__(self) -> None:
+        self._running: set[AbortSignal] = set()
+        self.wave: object | None = None
+        """The last abort (``None`` before the first): what a run asked for now keeps."""
+
+    # No lock: a run's start adds its signal, then reads the wave; an abort writes the
+    # wave, then reads the signals. Each step is atomic, so whichever comes second sees the
+    # other's: the abort sets the signal, or the start does.
+
+    def start(self, signal: AbortSignal, asked: object | None) -> None:
+        """A run asked for under the wave ``asked`` starts: ``signal`` is set at once if an
+        abort came since, and by any abort until :meth:`end`."""
+        self._running.add(signal)
+        wave = self.wave
+        if wave is not asked:
+            signal.set(wave)
+
+    def end(self, signal: AbortSignal) -> None:
+        self._running.discard(signal)
+
+    def abort(self) -> None:
+        """Set the signal of every run running, and of every run asked for before now when
+        it starts. A signal this reaches twice (directly, and through the run it is nested
+        in) acts once."""
+        self.wave = wave = object()
+        for signal in list(self._running):
+            signal.set(wave)

@@ -11,14 +11,12 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import threading
-import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Unpack
 
-from openprogram.agent._abort import AbortSignal
+from openprogram.agent._abort import AbortSignal, AbortWaves
 from openprogram.agent.agent_loop import (
     AgentContext,
     Listener,
@@ -157,11 +155,8 @@ class Agent:
             provider_tools=provider_tools,
         )
         self._listeners: list[Listener] = listeners if listeners is not None else []
-        self._lock = threading.Lock()
-        self._signals: weakref.WeakSet[AbortSignal] | None = None
-        """The abort signals of the runs asked for (``prompt()`` called) and not ended. Weak:
-        a prompt coroutine never awaited takes its signal with it. Made on the first
-        ``prompt()``: an exec's agent is aborted through its runtime, and never needs it."""
+        self._waves = AbortWaves()
+        """How :meth:`abort` reaches the runs asked for with their own signal."""
 
     @property
     def before_finish(self) -> Callable[[AssistantMessage | None], list[UserMessage]] | None:
@@ -232,11 +227,7 @@ class Agent:
         woken (its awaited tool or model call cancelled) on its own loop. An abort while
         nothing is asked for does nothing; it is not kept for the next prompt.
         """
-        with self._lock:
-            signals = list(self._signals or ())
-        wave = object()  # one abort: a signal it reaches twice acts once
-        for signal in signals:
-            signal.set(wave)
+        self._waves.abort()
 
     def prompt(
         self,
@@ -252,24 +243,21 @@ class Agent:
         runs its own way passes its ``signal`` (setting it aborts this run; :meth:`abort`
         then does not reach it); ``run_id`` tags the run's events (default: a fresh id).
         """
-        return self._run(message, signal if signal is not None else self._new_signal(), run_id)
-
-    def _new_signal(self) -> AbortSignal:
-        """The abort signal of a run being asked for, registered for :meth:`abort`."""
-        signal = AbortSignal()
-        with self._lock:
-            if self._signals is None:
-                self._signals = weakref.WeakSet()
-            self._signals.add(signal)
-        return signal
+        if signal is not None:
+            return self._run(message, signal, None, None, run_id)
+        waves = self._waves
+        return self._run(message, None, waves, waves.wave, run_id)  # asked for now
 
     async def _run(
         self,
         message: str | UserMessage | Sequence[str | UserMessage],
-        signal: AbortSignal,
+        signal: AbortSignal | None,
+        waves: AbortWaves | None,
+        asked: object | None,
         run_id: str | None = None,
     ) -> LoopResult:
-        # Should this raise, ``signal`` leaves ``_signals`` (a weak set) with this coroutine.
+        """The run; ``signal`` is None for a run with its own, which ``waves`` aborts (the
+        run was asked for under the wave ``asked``)."""
         if self.state.is_streaming:
             raise AgentBusyError(
                 "Agent.prompt() called while a run is in progress; use steer() or follow_up()"
@@ -279,6 +267,10 @@ class Agent:
             if isinstance(message, (str, UserMessage))
             else [_as_user(m) for m in message]
         )
+        if signal is None:
+            signal = AbortSignal()
+        if waves is not None:
+            waves.start(signal, asked)
         self.state.error = None
         self.state.is_streaming = True
         try:
@@ -295,9 +287,8 @@ class Agent:
             raise
         finally:
             self.state.is_streaming = False
-            if self._signals is not None:
-                with self._lock:
-                    self._signals.discard(signal)
+            if waves is not None:
+                waves.end(signal)
         self._after_run(result)
         return result
 

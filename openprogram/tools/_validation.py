@@ -3,9 +3,9 @@
 A validator is compiled once per distinct schema (fastjsonschema turns the schema into
 Python code) and cached. The hot path is one compiled check of the raw arguments (for a
 flat schema of scalar properties, a shorter one made the same way: see
-:func:`_fast_check`); only when that fails do we coerce ("3" -> 3, "true" -> True, a scalar where a string is
-wanted) and, if the coerced arguments still fail, collect every failing path with
-jsonschema for an error text the model can act on.
+:func:`_fast_check`); only when that fails do we coerce ("3" -> 3, "true" -> True, a
+scalar where a string is wanted) and, if the coerced arguments still fail, collect every
+failing path with jsonschema for an error text the model can act on.
 """
 
 from __future__ import annotations

@@ -298,6 +298,66 @@ def test_an_abort_with_nothing_requested_is_not_remembered() -> None:
     assert runtime.exec("go", tools=[]) == "second"
 
 
+def test_an_abort_reaches_the_prompts_asked_before_it_and_none_asked_after() -> None:
+    """Each ``abort()`` is a wave: every prompt asked for before it (its coroutine made,
+    not started) ends aborted when it runs, however late; one asked for after it runs."""
+    model = ScriptedModel(["third runs"])
+    agent = Agent(model)
+
+    async def main() -> list[str]:
+        first, second = agent.prompt("a"), agent.prompt("b")
+        agent.abort()
+        third = agent.prompt("c")
+        await asyncio.sleep(0)
+        return [(await c).reason for c in (first, second, third)]
+
+    assert asyncio.run(main()) == ["aborted", "aborted", "stop"]
+    assert model.calls == 1
+    assert agent.state.messages[-1].text == "third runs"
+
+
+def test_a_runtime_abort_reaches_the_execs_asked_before_it_and_none_asked_after() -> None:
+    runtime, model, _ = make_runtime(["third runs"])
+
+    async def main() -> list[str]:
+        first, second = runtime.aexec("a", tools=[]), runtime.aexec("b", tools=[])
+        runtime.abort()
+        third = runtime.aexec("c", tools=[])
+        out = []
+        for c in (first, second, third):
+            try:
+                out.append(await c)
+            except RunAbortedError:
+                out.append("aborted")
+        return out
+
+    assert asyncio.run(main()) == ["aborted", "aborted", "third runs"]
+    assert model.calls == 1
+
+
+def test_a_prompt_never_awaited_leaves_nothing_behind() -> None:
+    """A run not started is held nowhere: its coroutine, dropped, is freed at once (no
+    reference cycle, no registry of signals), and a later abort and prompt behave as if
+    it had never been asked for."""
+    import gc
+    import weakref
+
+    model = ScriptedModel(["runs"])
+    agent = Agent(model)
+    runtime = Runtime(provider=model, registry=ToolRegistry())
+    asked = [agent.prompt("never"), runtime.aexec("never", tools=[])]
+    refs = [weakref.ref(c) for c in asked]
+    for c in asked:
+        c.close()
+    del asked, c
+    gc.disable()
+    try:
+        assert [r() for r in refs] == [None, None]
+    finally:
+        gc.enable()
+    assert asyncio.run(agent.prompt("go")).reason == "stop"
+
+
 def test_an_abort_after_the_run_ended_does_not_reach_the_caller() -> None:
     """A late abort from another thread, landing after the run ended, must not cancel
     whatever the caller's task awaits next."""
