@@ -31,6 +31,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from openprogram import Runtime, ToolRegistry
@@ -92,9 +93,9 @@ class TimedModel(ScriptedModel):
         super().__init__(TURNS, seed=0)
         self.stamps: list[float] = []
 
-    def _next_turn(self, request: ScriptedRequest) -> Turn:
+    def _next_turn(self, request: ScriptedRequest) -> Turn | Awaitable[Turn]:
         self.stamps.append(time.perf_counter())
-        return self._turn_for(request)
+        return super()._next_turn(request)
 
 
 async def one_exec(history: list[AnyMessage]) -> tuple[float, float]:

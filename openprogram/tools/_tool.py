@@ -47,13 +47,13 @@ class ToolResult:
 def normalize_result(value: Any) -> ToolResult:
     """A tool's return value as a :class:`ToolResult`: a string is the text, ``None`` is
     empty, other values are JSON-encoded (``str()`` when JSON cannot encode them)."""
-    if isinstance(value, str):
+    kind = type(value)  # the commonest kinds by their type first: no isinstance call
+    if kind is int:
+        return ToolResult([TextContent(str(value))])
+    if kind is str or isinstance(value, str):
         return ToolResult([TextContent(value)])
     if isinstance(value, ToolResult):
         return value
-    kind = type(value)
-    if kind is int:
-        return ToolResult([TextContent(str(value))])
     if kind is bool:
         return ToolResult([TextContent("true" if value else "false")])
     if kind is float:

@@ -301,7 +301,18 @@ class ScriptedModel:
         self.requests.append(request)
         return request
 
-    def _turn_for(self, request: ScriptedRequest) -> Turn:
+    @property
+    def stochastic(self) -> bool:
+        """Whether the script holds a ``one_of`` turn."""
+        return any(t.one_of for t in self.turns)
+
+    def _call_id(self) -> str:
+        self._next_id += 1
+        return f"call_{self._next_id}"
+
+    def _next_turn(self, request: ScriptedRequest) -> Turn | Awaitable[Turn]:
+        """The turn for ``request``: the script's next (subclasses may return an
+        awaitable)."""
         if request.index > len(self.turns):
             last = request.messages[-1] if request.messages else None
             raise ScriptExhaustedError(
@@ -320,19 +331,6 @@ class ScriptedModel:
             options = len(self.turns[request.index - 1].one_of)
             self.draws.append(Draw(request.index, option, options))
         return turn
-
-    @property
-    def stochastic(self) -> bool:
-        """Whether the script holds a ``one_of`` turn."""
-        return any(t.one_of for t in self.turns)
-
-    def _call_id(self) -> str:
-        self._next_id += 1
-        return f"call_{self._next_id}"
-
-    def _next_turn(self, request: ScriptedRequest) -> Turn | Awaitable[Turn]:
-        """The turn for ``request`` (subclasses may return an awaitable)."""
-        return self._turn_for(request)
 
     def stream(self, context: Context, options: StreamOptions) -> _TurnStream:
         """Play the next turn as one model call's events (an async iterator, as every
