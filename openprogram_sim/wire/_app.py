@@ -1210,12 +1210,39 @@ def _routed(router: Router | Any, method: str, path: str) -> BaseRoute | None:
 
 _DECODER = json.JSONDecoder()
 
+try:  # the fast extra (see _parse)
+    from orjson import loads as _orjson_loads
+except ImportError:  # the default install: json alone
+    _orjson_loads = None  # type: ignore[assignment]
+
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+"""Every digit kept, every other byte a space (see :func:`_parse`)."""
+_LONG_NUMBER = b"0" * 19
+
 
 def _parse(raw: bytes) -> Any:
-    """``raw`` as JSON (``json.loads``), ``None`` when it is empty or not JSON (or nested
-    too deep). An object's text, the usual body, is scanned without ``json.loads``' steps
-    around the scan (the encoding's guess, the whitespace at either end), which give the
-    same for it: it starts with ``{`` (so UTF-8, nothing before it) and ends with ``}``."""
+    """``raw`` as ``json.loads`` reads it, ``None`` when it is empty or not JSON (or
+    nested too deep).
+
+    With the ``fast`` extra, orjson reads it first (about a third of json's time for a
+    small body, 0.6 of it for 90 KB): what orjson accepts it reads as json does, and what
+    it refuses (NaN, a lone surrogate, a UTF-8 BOM, a number out of range, nesting past
+    1,024) goes to json. A body with a run of 19 digits goes to json at once, as orjson
+    makes an integer past 64 bits a float (the run is found by C: the bytes mapped to
+    digits or spaces, then searched)."""
+    if _orjson_loads is not None and raw and _LONG_NUMBER not in raw.translate(_DIGITS):
+        try:
+            return _orjson_loads(raw)
+        except ValueError:  # orjson.JSONDecodeError
+            pass
+    return _parse_json(raw)
+
+
+def _parse_json(raw: bytes) -> Any:
+    """:func:`_parse` by json alone. An object's text, the usual body, is scanned without
+    ``json.loads``' steps around the scan (the encoding's guess, the whitespace at either
+    end), which give the same for it: it starts with ``{`` (so UTF-8, nothing before it)
+    and ends with ``}``."""
     if not raw:
         return None
     try:
