@@ -255,13 +255,6 @@ def _flat(schema: dict[str, Any]) -> tuple[dict[str, tuple[type, ...]], list[str
     return kinds, required, closed  # type: ignore[return-value]
 
 
-class _Absent:
-    """What the fast check reads for a required argument that is absent: its type is no
-    JSON type."""
-
-    __slots__ = ()
-
-
 def _fast_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
     """For the common flat schema (an object of scalar-typed properties), a check that
     accepts only what the full validator accepts (it may reject more: the caller then
@@ -292,13 +285,13 @@ def _fast_check(schema: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | No
         return True
 
     needed = list(dict.fromkeys(required))
-    names: dict[str, Any] = {"rest": rest, "absent": _Absent()}
+    # absent: what is read for a required argument not given (its type, object, is no
+    # JSON type)
+    names: dict[str, Any] = {"rest": rest, "absent": object()}
     terms = []
     for i, name in enumerate(needed):
         allowed = kinds.get(name)
         if allowed is None:  # required without a schema of its own
-            if closed:
-                return None  # never valid (fastjsonschema refuses such a schema first)
             terms.append(f"{name!r} in args")
         elif len(allowed) == 1:
             names[f"t{i}"] = allowed[0]
