@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from openprogram_sim.models import Turn, WireFault, script_seed, session_seed
 from openprogram_sim.trace import Failure, render_failures
@@ -48,6 +48,9 @@ from openprogram_sim.wire._trace import (
     build_trace,
     keep_trace,
 )
+
+if TYPE_CHECKING:
+    from starlette.types import Scope
 
 __all__ = [
     "KEPT_ERRORS",
@@ -325,56 +328,26 @@ class Session:
 
     # -- written by the server -----------------------------------------------------------
 
-    def arrive(
-        self,
-        api: str | None,
-        stream: bool,
-        method: str,
-        server: tuple[str, int] | None,
-        path: str,
-        query: bytes,
-        headers: list[tuple[bytes, bytes]],
-        raw: bytes,
-        parsed: bool,
-    ) -> int:
-        """Note one request and return its number (from 1): ``path`` its full path,
-        ``headers`` as the server received them, ``raw`` its body as sent (``parsed``:
-        it is JSON). It is kept while the server's :class:`RequestBudget` allows (with its
-        body for the first ``keep_bodies``), else counted only; what is kept is masked
-        when it is read (:attr:`requests`)."""
+    def arrive(self, api: str | None, stream: bool, scope: Scope, raw: bytes, parsed: bool) -> int:
+        """Note one request and return its number (from 1): ``scope`` its ASGI scope (the
+        method, the full path, the query and the headers as the server received them),
+        ``raw`` its body as sent (``parsed``: it is JSON). It is kept while the server's
+        :class:`RequestBudget` allows (with its body for the first ``keep_bodies``), else
+        counted only; what is kept is masked when it is read (:attr:`requests`)."""
         with self._lock:
-            return self._arrive(api, stream, method, server, path, query, headers, raw, parsed)
+            return self._arrive(api, stream, scope, raw, parsed)
 
     def arrive_call(
-        self,
-        api: str | None,
-        stream: bool,
-        method: str,
-        server: tuple[str, int] | None,
-        path: str,
-        query: bytes,
-        headers: list[tuple[bytes, bytes]],
-        raw: bytes,
+        self, api: str | None, stream: bool, scope: Scope, raw: bytes
     ) -> tuple[int, tuple[int, Turn, WireFault] | None]:
         """:meth:`arrive` of a well-formed model call (its body JSON) and :meth:`take` of
         its turn, under one hold of the lock: the request's number and the turn (``None``:
         the script is exhausted)."""
         with self._lock:
-            index = self._arrive(api, stream, method, server, path, query, headers, raw, True)
+            index = self._arrive(api, stream, scope, raw, True)
             return index, self._take(index)
 
-    def _arrive(
-        self,
-        api: str | None,
-        stream: bool,
-        method: str,
-        server: tuple[str, int] | None,
-        path: str,
-        query: bytes,
-        headers: list[tuple[bytes, bytes]],
-        raw: bytes,
-        parsed: bool,
-    ) -> int:
+    def _arrive(self, api: str | None, stream: bool, scope: Scope, raw: bytes, parsed: bool) -> int:
         # (the lock held)
         self.count += 1
         index = self.count
@@ -388,10 +361,15 @@ class Session:
             self.not_kept += 1
             return index
         self._kept_bytes += size
-        blob = b"\0".join(map(_JOIN, headers))  # name\0value\0name\0value: joined in C
+        # the full path: the /s/{session} Mount puts its prefix in root_path, and Starlette
+        # keeps it in path too (older versions stripped it from path)
+        path, root = scope["path"], scope.get("root_path", "")
+        if not path.startswith(root):
+            path = root + path
+        blob = b"\0".join(map(_JOIN, scope["headers"]))  # name\0value\0name\0value: in C
         kept = _Kept(
-            index, api, stream, method, server, path, query, blob, raw, parsed,
-            time.monotonic(),
+            index, api, stream, scope["method"], scope.get("server"), path,
+            scope.get("query_string", b""), blob, raw, parsed, time.monotonic(),
         )  # fmt: skip
         self._requests.append(kept)
         return index
@@ -409,9 +387,10 @@ class Session:
 
     def served_with(self, index: int, served: Served) -> None:
         """Note what model call ``index`` was answered with (for the trace)."""
-        with self._lock:
-            if index <= len(self._requests):
-                self._served[index] = served
+        # No lock: one dict store is whole under the GIL (a reader copies the dict in C
+        # before it reads it, and the index was kept under the lock, in arrive)
+        if index <= len(self._requests):
+            self._served[index] = served
 
     def whole_body(self, index: int, body: Any) -> None:
         """Note request ``index``'s body with the conversation its
@@ -644,7 +623,7 @@ class Session:
         """Seconds from the first request to the last answer's end (0: none)."""
         with self._lock:
             arrived = [r.arrived for r in self._requests]
-            ended = [s.ended for s in self._served.values() if s.ended is not None]
+            ended = [s.ended for s in list(self._served.values()) if s.ended is not None]
         if not arrived:
             return 0.0
         return round(max([*arrived, *ended]) - min(arrived), 4)

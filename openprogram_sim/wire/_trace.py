@@ -65,9 +65,10 @@ class ServedCall:
     args: Any
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class Served:
-    """What the server answered one model call with."""
+    """What the server answered one model call with (its fields by name, but for the
+    server's answers made ready, which give them by position: see ``_Ready.served``)."""
 
     status: int
     calls: list[ServedCall] = field(default_factory=list)
