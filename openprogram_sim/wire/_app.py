@@ -533,6 +533,17 @@ class WireApp:
         now = self.clock()
         if now >= self._next_sweep:  # (sweep_due)
             self.sweep(now)
+        session = self._sessions.get(name)
+        if session is not None:
+            # A live session is joined without the lock: counted busy first, then checked
+            # still live. A sweep on another thread checks again after it took a session out
+            # (see sweep), so one of the two sees the other: never a request in a session
+            # that expired.
+            session.active += 1
+            session.last_active = now
+            if self._sessions.get(name) is session:
+                return session
+            session.active -= 1
         with self._lock:
             session = self._sessions.get(name)
             if session is None:
@@ -580,6 +591,12 @@ class WireApp:
             ]  # fmt: skip
             for s in idle:
                 del self._sessions[s.name]
+            # enter() joins a live session without the lock: one it joined after the check
+            # above, out now, is put back (it counts, then checks the session is live)
+            for s in idle:
+                if s.active or now - s.last_active <= ttl:
+                    self._sessions[s.name] = s
+            idle = [s for s in idle if self._sessions.get(s.name) is not s]
             self._named -= len(idle)
         for s in idle:
             self._ended(s, "expired")

@@ -17,6 +17,7 @@ from serve_support import interrupt, read_banner, serve_process
 from openprogram_sim.play import serve_scenario
 from openprogram_sim.scenario import load_scenario
 from openprogram_sim.wire import SessionReport, serve
+from openprogram_sim.wire._app import WireApp
 from openprogram_sim.wire._session import EndedSessions
 
 TIDES_PATH = Path(__file__).parent / "data" / "tides.yaml"
@@ -188,6 +189,41 @@ def test_no_ttl_means_sessions_never_expire() -> None:
         time.sleep(0.05)
         server.app.sweep()
         assert set(server.app.sessions) == {"a"}
+
+
+@pytest.mark.parametrize("done", [False, True], ids=["under-way", "answered"])
+def test_a_sweep_keeps_a_session_a_request_joined_as_it_was_taken_out(done: bool) -> None:
+    """A request joins a live session without the app's lock (``enter``), so a sweep on
+    another thread can find the session idle just before a request joins it. The sweep
+    checks again once it took the session out, and puts back one that was joined: the
+    request's session stays live (its request under way, or just answered), and expires
+    only once it is idle again."""
+    now = [0.0]
+    app = WireApp(["x"], session_ttl=1.0, clock=lambda: now[0])
+    app.leave(app.enter("busy"))  # opened at 0 s, idle since
+    now[0] = 5.0  # idle past the TTL: a sweep takes it out
+
+    class JoinedMeanwhile(dict):  # a request joins between the sweep's check and its delete
+        joined = None
+
+        def __delitem__(self, name: object) -> None:
+            if self.joined is None:  # the first sweep only
+                self.joined = app.enter("busy")
+                if done:
+                    app.leave(self.joined)
+            super().__delitem__(name)
+
+    sessions = app._sessions = JoinedMeanwhile(app._sessions)
+    app.sweep()
+    assert app.sessions == {"busy": sessions.joined}
+    assert app.ended.get("busy") is None and app.ended.count == 0
+    if not done:
+        app.leave(sessions.joined)
+    now[0] = 10.0
+    app.sweep()  # idle again: now it expires
+    assert app.sessions == {}
+    report = app.ended.get("busy")
+    assert report is not None and report.state == "expired"
 
 
 # --------------------------------------------------------------------------- the cap
