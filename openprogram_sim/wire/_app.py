@@ -900,6 +900,8 @@ class _ModelCall:
         self.stream = stream  # None: the body's "stream" says
         self._expands = api in ("openai-responses", "anthropic")
         """The server keeps conversations on this API (:meth:`_whole`)."""
+        self._required = _REQUIRED[api]
+        """The body's key a model call must have, and its types."""
         self._ready: dict[tuple[int, int, bool, str], Any] = {}
         """Each turn's answer ready to send (see :class:`_Ready`), by turn, fault, stream
         and model, from its second use (``None``: the turn's answer is delivered step by
@@ -983,7 +985,7 @@ class _ModelCall:
         stream = self.stream
         if stream is None:
             stream = isinstance(body, dict) and body.get("stream") is True
-        key, kinds = _REQUIRED[api]
+        key, kinds = self._required
         whole = body
         if not self._expands and type(body) is dict and isinstance(body.get(key), kinds):
             # a plain, well-formed model call: one hold of the lock
@@ -1008,10 +1010,9 @@ class _ModelCall:
             where = "" if session.name is None else f"[{shown(session.name)}] "
             mode = "stream" if stream else "json"
             self.app.log(f"{where}#{index} {api} ({mode}) <- turn {number}/{len(self.app.script)}")
-        model = str(
-            params.get("model") or (body.get("model") if isinstance(body, dict) else None)
-            or "scripted"
-        )  # fmt: skip
+        model = params.get("model") or body.get("model") or "scripted"  # (body: a dict)
+        if type(model) is not str:
+            model = str(model)
         answer: Delivery | _Answer
         ready = self._ready_for(turn, fault, stream, model)
         if ready is not None:
