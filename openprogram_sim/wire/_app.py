@@ -1016,7 +1016,10 @@ class _ModelCall:
         answer: Delivery | _Answer
         ready = self._ready_for(turn, fault, stream, model)
         if ready is not None:
-            answer, served = ready.ready(index), ready.served(api, turn, index)
+            answer = ready.ready(index)
+            if not self._expands and not session.kept(index):
+                return answer, None  # past the server's budget: counted only, not kept
+            served = ready.served(api, turn, index)
         else:
             try:
                 answer = deliver(
