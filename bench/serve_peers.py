@@ -6,8 +6,9 @@ Servers, each in its own process, each answering ``POST /v1/chat/completions`` w
 events ending in ``[DONE]``):
 
 - **wire**: ``openprogram-sim serve``'s server (:class:`~openprogram_sim.wire.WireServer`,
-  the script cycling, every request recorded and checked as usual), on the stack it picks
-  by itself (uvloop + httptools when the ``fast`` extra is installed);
+  the script cycling, every request counted and checked as usual; the first 20,000 are
+  kept whole, the live sessions' budget, and later ones counted only: most of a run), on
+  the stack it picks by itself (uvloop + httptools when the ``fast`` extra is installed);
 - **wire-pure** (with ``--pure``): the same, told to use the pure-Python stack (asyncio +
   h11), what the default install runs;
 - **floor**: uvicorn + starlette's router on the same stack answering the same bytes the
