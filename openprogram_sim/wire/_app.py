@@ -1013,34 +1013,53 @@ class _ModelCall:
         model = params.get("model") or body.get("model") or "scripted"  # (body: a dict)
         if type(model) is not str:
             model = str(model)
-        answer: Delivery | _Answer
         ready = self._ready_for(turn, fault, stream, model)
-        if ready is not None:
-            answer = ready.ready(index)
-            if not self._expands and not session.kept(index):
-                return answer, None  # past the server's budget: counted only, not kept
-            served = ready.served(api, turn, index)
-        else:
-            try:
-                answer = deliver(
-                    api, turn, fault, stream=stream, model=model, seq=index,
-                    chunk_size=self.app.chunk_size,
-                )  # fmt: skip
-            except (WireEncodeError, ValueError) as exc:
-                message = f"openprogram-sim: turn {number} cannot be served on {api}: {exc}"
-                answer = self._fail(session, 500, message)
-                served = Served(status=500, stop_reason="error", error=message)
-                session.served_with(index, served)
-                return answer, served
-            served = _served(api, turn, answer, index)
+        if ready is None:
+            return self._delivered(session, index, whole, taken, stream, model)
+        answer = ready.ready(index)
+        if not self._expands and not session.kept(index):
+            return answer, None  # past the server's budget: counted only, not kept
+        served = ready.served(api, turn, index)
+        self._note(session, index, whole, served)
+        return answer, served
+
+    def _delivered(
+        self,
+        session: Session,
+        index: int,
+        whole: Any,
+        taken: tuple[int, Turn, WireFault],
+        stream: bool,
+        model: str,
+    ) -> tuple[Delivery, Served]:
+        """The answer to request ``index`` delivered step by step (a turn with no ready
+        answer: served once so far, or with pauses, a cut, a hold), and what it serves."""
+        api = self.api
+        number, turn, fault = taken
+        try:
+            answer = deliver(
+                api, turn, fault, stream=stream, model=model, seq=index,
+                chunk_size=self.app.chunk_size,
+            )  # fmt: skip
+        except (WireEncodeError, ValueError) as exc:
+            message = f"openprogram-sim: turn {number} cannot be served on {api}: {exc}"
+            failed = Served(status=500, stop_reason="error", error=message)
+            session.served_with(index, failed)
+            return self._fail(session, 500, message), failed
+        served = _served(api, turn, answer, index)
+        self._note(session, index, whole, served)
+        return answer, served
+
+    def _note(self, session: Session, index: int, whole: Any, served: Served) -> None:
+        """Note what request ``index`` (its body as the whole conversation) was served: in
+        its session, and in the conversations the server keeps (Responses, threads)."""
         if not self._expands:
             pass
-        elif api == "openai-responses":
+        elif self.api == "openai-responses":
             session.responses.keep(index, whole, served)
         elif whole.get("thread") is not None:  # anthropic
             self.app.threads(session).keep(index, whole, served)
         session.served_with(index, served)
-        return answer, served
 
     def _expanded(self, session: Session, index: int, body: Any) -> tuple[Any, Delivery | None]:
         """Request ``index``'s body as the whole conversation (:meth:`_whole`, noted for
