@@ -1086,7 +1086,9 @@ class _ModelCall:
         kept = cache.get(key, _UNSEEN)
         if kept is None:
             return None
-        if (  # (kept.holds(turn, fault), inline)
+        # still the answer to turn and fault: neither changed in place since it was made (a
+        # fault is frozen: only its headers, a mapping, can change in place)
+        if (
             kept is not _UNSEEN and kept is not _ONCE and kept.turn is turn
             and kept.fault is fault and kept.turn_copy == turn
             and fault.headers == kept.fault_copy.headers
@@ -1160,17 +1162,6 @@ class _Ready:
     stop_reason: str
     error: str | None
     retry_after: float | None
-
-    def holds(self, turn: Turn, fault: WireFault) -> bool:
-        """Whether this is still the answer to ``turn`` and ``fault`` (neither was changed
-        in place since it was made)."""
-        # (a fault is frozen: only its headers, a mapping, can change in place)
-        return (
-            self.turn is turn
-            and self.fault is fault
-            and self.turn_copy == turn
-            and fault.headers == self.fault_copy.headers
-        )
 
     @classmethod
     def make(
