@@ -42,8 +42,10 @@ def measure(quick: bool = False) -> dict[str, Any]:
     k = 0 if quick else 1
     command = f"{sys.executable} {AGENTS / 'openai_loop.py'} --fix results --fix retry_after"
     return {
-        "agent_fuzz_sessions_per_s_inprocess": _rate("openai_loop:fixed", SESSIONS["inprocess"][k]),
-        "agent_fuzz_sessions_per_s_command": _rate(command, SESSIONS["command"][k]),
+        "agent_fuzz_sessions_per_s_inprocess": round(
+            _rate("openai_loop:fixed", SESSIONS["inprocess"][k]), 2
+        ),
+        "agent_fuzz_sessions_per_s_command": round(_rate(command, SESSIONS["command"][k]), 2),
     }
 
 
