@@ -86,12 +86,25 @@ def test_an_in_stream_error_event_is_raised(
     assert "Overloaded mid-reply" in str(caught.value)
 
 
-def test_a_stream_cut_after_a_chunk_is_a_broken_transfer(client: Callable[..., Any]) -> None:
-    # The SDK lets the transport's error through once the stream has begun.
+def _version(module: ModuleType) -> tuple[int, ...]:
+    return tuple(int(part) for part in module.__version__.split(".")[:2])
+
+
+def test_a_stream_cut_after_a_chunk_is_a_broken_transfer(
+    anthropic: ModuleType, client: Callable[..., Any]
+) -> None:
+    # Before anthropic 2.17 the SDK let the transport's error through once the stream had
+    # begun; from 2.17 it raises its own connection error, the transport's error its cause.
     cut = [{"text": TEXT, "wire": {"cut_after": 4}}]
-    broken = pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read")
-    with serve(cut) as s, client(s) as c, broken:
+    wraps = _version(anthropic) >= (2, 17)
+    raised = anthropic.APIConnectionError if wraps else httpx2.RemoteProtocolError
+    with serve(cut) as s, client(s) as c, pytest.raises(raised) as caught:
         _ask(c, True)
+    transport = caught.value.__cause__ if wraps else caught.value
+    assert isinstance(transport, httpx2.RemoteProtocolError)
+    assert "incomplete chunked read" in str(transport)
+    if wraps:
+        assert str(caught.value) == f"Connection to {s.host}:{s.port} failed: {transport}"
 
 
 def test_models_list_in_anthropics_shape(server: WireServer, client: Callable[..., Any]) -> None:

@@ -1,6 +1,8 @@
 """A small agent on the plain ``anthropic`` SDK (Messages, streamed) whose retry loop catches
-only the SDK's own errors: a stream cut mid-body surfaces as the HTTP library's error, which
-it lets escape (``anthropic_loop:agent``). ``anthropic_loop:fixed`` retries that too."""
+only the API's answers (an HTTP error status, an in-stream error event): a stream cut mid-body,
+which the SDK raises as the HTTP library's ``RemoteProtocolError`` (before anthropic 2.17) or
+as its own ``APIConnectionError`` wrapping it (from 2.17), escapes (``anthropic_loop:agent``).
+``anthropic_loop:fixed`` retries that too."""
 
 from __future__ import annotations
 
@@ -23,9 +25,9 @@ TOOLS = [
 
 
 def _reply(client: anthropic.Anthropic, messages: list[Any], transport_errors: bool) -> Any:
-    retried: tuple[type[BaseException], ...] = (anthropic.APIError,)
+    retried: tuple[type[BaseException], ...] = (anthropic.APIStatusError,)
     if transport_errors:
-        retried = (Exception,)  # whatever the HTTP library raises when a body is cut
+        retried = (Exception,)  # whatever the SDK or its HTTP library raises when a body is cut
     for attempt in range(5):
         try:
             with client.messages.stream(
