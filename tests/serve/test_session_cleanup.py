@@ -226,6 +226,38 @@ def test_a_sweep_keeps_a_session_a_request_joined_as_it_was_taken_out(done: bool
     assert report is not None and report.state == "expired"
 
 
+def test_a_request_that_found_a_session_a_sweep_then_ended_joins_a_new_one() -> None:
+    """The other order: a sweep on another thread takes the session out, and ends it, after
+    a request found it and before the request counted itself in. ``enter`` checks the
+    session is still live once it counted: it joins a new session of that name, never the
+    one whose report is already written."""
+    now = [0.0]
+    app = WireApp(["x"], session_ttl=1.0, clock=lambda: now[0])
+    app.leave(app.enter("busy"))
+    expired = app.sessions["busy"]
+    now[0] = 5.0  # idle past the TTL
+    app._next_sweep = float("inf")  # the sweep due is the other thread's, not this request's
+
+    class SweptMeanwhile(dict):  # the whole sweep runs just after enter's first look-up
+        swept = False
+
+        def get(self, name: object, default: object = None) -> object:
+            found = super().get(name, default)
+            if name == "busy" and not self.swept:
+                self.swept = True
+                app.sweep(now[0])
+            return found
+
+    app._sessions = SweptMeanwhile(app._sessions)
+    joined = app.enter("busy")
+    report = app.ended.get("busy")
+    assert report is not None and report.state == "expired"
+    assert joined is not None and joined is not expired
+    assert app.sessions == {"busy": joined}
+    assert (joined.active, expired.active) == (1, 0)
+    app.leave(joined)
+
+
 # --------------------------------------------------------------------------- the cap
 
 
