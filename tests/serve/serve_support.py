@@ -41,18 +41,18 @@ def turns(n: int) -> list[dict[str, Any]]:
 @contextmanager
 def serve_process(scenario: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
     """``openprogram-sim serve SCENARIO --port 0 EXTRA...`` as a real process (Ctrl-C is
-    what a user does), killed if a test leaves it running."""
+    what a user does), killed if a test leaves it running; its pipes closed either way (a
+    test that fails mid-way leaves no open file for a later test's collection to find)."""
     command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(scenario), "--port", "0"]
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [*command, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    ) as process:  # fmt: skip
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
 
 
 def read_banner(process: subprocess.Popen[str]) -> tuple[str, list[str]]:

@@ -31,23 +31,22 @@ def served(path: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str
     """``openprogram-sim serve path --port 0``, and its root URL read from the banner (kept
     in ``BANNERS``; ``stop`` returns what follows it)."""
     command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(path), "--port", "0"]
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [*command, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        banner = [process.stdout.readline() for _ in range(BANNER_LINES)]  # type: ignore[union-attr]
-        match = re.search(r"listening on (http://\S+)", banner[1])
-        assert match, banner
-        BANNERS[match.group(1)] = "".join(banner)
-        yield process, match.group(1)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    ) as process:  # its pipes closed and the process waited for, however the test ends
+        try:
+            banner = [process.stdout.readline() for _ in range(BANNER_LINES)]  # type: ignore[union-attr]
+            match = re.search(r"listening on (http://\S+)", banner[1])
+            assert match, banner
+            BANNERS[match.group(1)] = "".join(banner)
+            yield process, match.group(1)
+        finally:
+            if process.poll() is None:
+                process.kill()
 
 
 def stop(process: subprocess.Popen[str]) -> tuple[int, str, str]:

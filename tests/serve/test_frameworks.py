@@ -64,7 +64,7 @@ def pydantic_ai_agent(url: str, tools: Tools, limit: int) -> str:
     async def run() -> str:
         client = AsyncAnthropic(base_url=url, api_key=KEY, max_retries=0)
         model = AnthropicModel(
-            "claude-sonnet-4-5", provider=AnthropicProvider(anthropic_client=client)
+            "claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client)
         )
         agent = Agent(model, instructions="You are a weather assistant.")
 
