@@ -4,11 +4,9 @@ refuses are refused before any server starts: those run through ``main(argv)`` i
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +15,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from _support import run_cli
+from serve_support import serve_process
 
 DATA = Path(__file__).parent / "data"
 TIDES = DATA / "tides.yaml"
@@ -30,23 +29,12 @@ BANNERS: dict[str, str] = {}
 def served(path: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``openprogram-sim serve path --port 0``, and its root URL read from the banner (kept
     in ``BANNERS``; ``stop`` returns what follows it)."""
-    command = [sys.executable, "-m", "openprogram_sim.cli", "serve", str(path), "--port", "0"]
-    with subprocess.Popen(
-        [*command, *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    ) as process:  # its pipes closed and the process waited for, however the test ends
-        try:
-            banner = [process.stdout.readline() for _ in range(BANNER_LINES)]  # type: ignore[union-attr]
-            match = re.search(r"listening on (http://\S+)", banner[1])
-            assert match, banner
-            BANNERS[match.group(1)] = "".join(banner)
-            yield process, match.group(1)
-        finally:
-            if process.poll() is None:
-                process.kill()
+    with serve_process(path, *extra) as process:
+        banner = [process.stdout.readline() for _ in range(BANNER_LINES)]  # type: ignore[union-attr]
+        match = re.search(r"listening on (http://\S+)", banner[1])
+        assert match, banner
+        BANNERS[match.group(1)] = "".join(banner)
+        yield process, match.group(1)
 
 
 def stop(process: subprocess.Popen[str]) -> tuple[int, str, str]:
